@@ -1,0 +1,13 @@
+"""ffigraph: a symbolic array-graph compiler in the Theano/PyTensor tradition.
+
+Build graphs with ``ffigraph.tensor`` (``dmatrix``, ``exp``, ``dot``, ...),
+compile them with ``function`` and share state with ``shared``.
+"""
+from ffigraph.config import config
+from ffigraph.compile import In, Mode, Out, function, shared
+from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
+
+__version__ = "0.1.0"
+
+__all__ = ["config", "function", "shared", "In", "Out", "Mode", "Apply", "Constant",
+           "FunctionGraph", "Op", "Type", "Variable", "__version__"]

@@ -1,0 +1,330 @@
+"""``function``: from symbolic inputs and outputs to a Python callable.
+
+The pipeline, in order:
+  1. normalise inputs (In), outputs (Out), updates and givens;
+  2. find the shared variables the graph reads, as implicit inputs;
+  3. build a FunctionGraph (a private copy of the graph);
+  4. rewrite it (mode.optimizer);
+  5. insert DeepCopyOp where an output could alias an input, a constant or another output;
+  6. link it (mode.linker) into a thunk and storage cells;
+  7. wrap it in a ``Function`` that filters arguments, runs, returns outputs, applies updates.
+"""
+from __future__ import annotations
+
+from ffigraph.compile.io import In, Out
+from ffigraph.compile.mode import get_mode
+from ffigraph.compile.ops import deep_copy_op
+from ffigraph.compile.sharedvalue import SharedVariable
+from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs
+from ffigraph.graph.fg import FunctionGraph, MissingInputError
+
+
+def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=None,
+             trust_input=False, allow_input_downcast=None, on_unused_input="raise"):
+    """Compile a callable computing ``outputs`` from ``inputs``.
+
+    outputs: a Variable (the call returns one value), a list (returns a list),
+    or None. updates: (shared, new_value) pairs applied after each call.
+    givens: (variable, replacement) pairs substituted before compiling.
+    """
+    ins = _normalise_inputs(inputs, allow_input_downcast)
+    outs, single = _normalise_outputs(outputs)
+    upd = _normalise_updates(updates)
+    out_vars = [o.variable for o in outs]
+    upd_values = [v for _, v in upd]
+    if givens:
+        replaced = clone_replace(out_vars + upd_values, _normalise_givens(givens))
+        out_vars, upd_values = replaced[:len(out_vars)], replaced[len(out_vars):]
+
+    shared_vars = _implicit_shared(out_vars + upd_values, [s for s, _ in upd])
+    _check_inputs_cover_graph(ins, shared_vars, out_vars + upd_values, on_unused_input)
+    fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, out_vars + upd_values)
+    mode = get_mode(mode)
+    mode.optimize(fgraph)
+    _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))
+    linker = mode.new_linker().accept(fgraph)
+    input_cells = [[None] for _ in ins] + [s.container.storage for s in shared_vars]
+    thunk, in_cells, out_cells = linker.make_thunk(input_storage=input_cells)
+    update_targets = [shared_vars.index(s) for s, _ in upd]
+    return Function(
+        name=name, inputs=ins, outputs=outs, single=single, fgraph=fgraph, mode=mode, linker=linker,
+        thunk=thunk, input_cells=in_cells[:len(ins)], output_cells=out_cells,
+        shared=shared_vars, update_targets=update_targets, trust_input=trust_input,
+    )
+
+
+# ------------------------------------------------------------------ normalising
+
+
+def _normalise_inputs(inputs, allow_input_downcast):
+    if inputs is None:
+        inputs = []
+    if isinstance(inputs, (Variable, In)):
+        raise TypeError("function() inputs must be a list, e.g. function([x], ...), not a single %s"
+                        % type(inputs).__name__)
+    ins = []
+    for pos, i in enumerate(inputs):
+        if isinstance(i, In):
+            spec = i
+        elif isinstance(i, Variable):
+            spec = In(i, allow_downcast=allow_input_downcast)
+        else:
+            raise TypeError("function() input %d is %r, not a symbolic Variable or In" % (pos, i))
+        if isinstance(spec.variable, SharedVariable):
+            raise TypeError("input %d (%s) is a shared variable; shared variables are implicit inputs "
+                            "(use givens= to substitute one)" % (pos, spec.variable))
+        if isinstance(spec.variable, Constant):
+            raise TypeError("input %d (%s) is a constant and cannot be an input" % (pos, spec.variable))
+        if spec.variable.owner is not None:
+            raise TypeError("input %d (%s) is computed by %s; inputs must be free variables"
+                            % (pos, spec.variable, spec.variable.owner.op))
+        if allow_input_downcast is not None and spec.allow_downcast is None:
+            spec.allow_downcast = allow_input_downcast
+        ins.append(spec)
+    seen = set()
+    for pos, spec in enumerate(ins):
+        if spec.variable in seen:
+            raise ValueError("input %d (%s) is given more than once" % (pos, spec.variable))
+        seen.add(spec.variable)
+    return ins
+
+
+def _normalise_outputs(outputs):
+    if outputs is None:
+        return [], False
+    single = not isinstance(outputs, (list, tuple))
+    items = [outputs] if single else list(outputs)
+    outs = []
+    for pos, o in enumerate(items):
+        if isinstance(o, Out):
+            outs.append(o)
+        elif isinstance(o, Variable):
+            outs.append(Out(o))
+        else:
+            outs.append(Out(_as_variable(o, "output %d" % pos)))
+    return outs, single
+
+
+def _as_variable(value, what):
+    from ffigraph.tensor.basic import as_tensor_variable
+
+    try:
+        return as_tensor_variable(value)
+    except TypeError:
+        raise TypeError("%s is %r, not a symbolic Variable" % (what, value)) from None
+
+
+def _normalise_updates(updates):
+    if not updates:
+        return []
+    pairs = list(updates.items()) if isinstance(updates, dict) else list(updates)
+    out, seen = [], set()
+    for pos, pair in enumerate(pairs):
+        try:
+            target, value = pair
+        except (TypeError, ValueError):
+            raise TypeError("update %d must be a (shared_variable, new_value) pair, got %r" % (pos, pair)) from None
+        if not isinstance(target, SharedVariable):
+            raise TypeError("update %d: %s is not a shared variable; only shared variables can be updated"
+                            % (pos, target))
+        if target in seen:
+            raise ValueError("shared variable %s is updated more than once" % (target,))
+        seen.add(target)
+        if not isinstance(value, Variable):
+            value = _as_variable(value, "update value for %s" % (target,))
+        converted = target.type.convert_variable(value)
+        if converted is None:
+            raise TypeError("update for shared variable %s: new value %s has type %s, expected %s "
+                            "(cast it, e.g. with ffigraph.tensor.cast)" % (target, value, value.type, target.type))
+        out.append((target, converted))
+    return out
+
+
+def _normalise_givens(givens):
+    pairs = list(givens.items()) if isinstance(givens, dict) else list(givens)
+    out = []
+    for old, new in pairs:
+        if not isinstance(old, Variable):
+            raise TypeError("givens: %r is not a Variable" % (old,))
+        if not isinstance(new, Variable):
+            new = _as_variable(new, "givens replacement for %s" % (old,))
+        if old.type.convert_variable(new) is None:
+            raise TypeError("givens: %s (type %s) cannot replace %s (type %s)" % (new, new.type, old, old.type))
+        out.append((old, new))
+    return out
+
+
+def _implicit_shared(variables, updated):
+    found = [v for v in graph_inputs(variables) if isinstance(v, SharedVariable)]
+    for s in updated:
+        if s not in found:
+            found.append(s)
+    return found
+
+
+def _check_inputs_cover_graph(ins, shared_vars, variables, on_unused_input):
+    given = {i.variable for i in ins} | set(shared_vars)
+    needed = graph_inputs(variables)
+    for v in needed:
+        if v not in given and not isinstance(v, Constant):
+            raise MissingInputError("%s (type %s) is needed to compute the outputs but is not in the "
+                                    "inputs list" % (v, v.type))
+    if on_unused_input == "raise":
+        used = set(needed)
+        for pos, i in enumerate(ins):
+            if i.variable not in used:
+                raise ValueError("input %d (%s) is not used to compute any output; remove it or pass "
+                                 "on_unused_input='ignore'" % (pos, i.variable))
+    elif on_unused_input not in ("ignore", "warn"):
+        raise ValueError("on_unused_input must be 'raise', 'warn' or 'ignore', got %r" % (on_unused_input,))
+
+
+# ------------------------------------------------------------------ aliasing
+
+
+def _alias_roots(var):
+    """The variables whose memory ``var`` may share, following every op's view_map."""
+    roots, stack = set(), [var]
+    while stack:
+        v = stack.pop()
+        node = v.owner
+        viewed = node.op.view_map.get(v.index) if node is not None else None
+        if viewed:
+            stack.extend(node.inputs[i] for i in viewed)
+        else:
+            roots.add(v)
+    return roots
+
+
+def _insert_deepcopy(fgraph, borrow_flags):
+    """Copy each output that could alias a graph input, a constant or an earlier output."""
+    leaves = set(fgraph.inputs)
+    claimed = set()
+    for pos, (var, borrow) in enumerate(zip(list(fgraph.outputs), borrow_flags)):
+        roots = _alias_roots(var)
+        aliases_leaf = any(r in leaves or isinstance(r, Constant) for r in roots)
+        if not borrow and (aliases_leaf or roots & claimed):
+            fgraph.change_node_input("output", pos, deep_copy_op(var), reason="insert_deepcopy")
+        else:
+            claimed |= roots
+
+
+# ------------------------------------------------------------------ the callable
+
+
+class FunctionMaker:
+    """What ``function`` built, kept for introspection (``f.maker.fgraph``)."""
+
+    def __init__(self, fgraph, mode, linker, inputs, outputs):
+        self.fgraph, self.mode, self.linker = fgraph, mode, linker
+        self.inputs, self.outputs = inputs, outputs
+
+
+class Function:
+    """A compiled graph. Call it with the inputs' values (by position or by name)."""
+
+    def __init__(self, name, inputs, outputs, single, fgraph, mode, linker, thunk, input_cells,
+                 output_cells, shared, update_targets, trust_input):
+        self.name = name
+        self.maker = FunctionMaker(fgraph, mode, linker, inputs, outputs)
+        self.trust_input = trust_input
+        self._single = single
+        self._thunk = thunk
+        self._input_cells = input_cells
+        self._n_outputs = len(outputs)
+        self._output_cells = output_cells
+        self._update_pairs = [(shared[t].container.storage, output_cells[self._n_outputs + k])
+                              for k, t in enumerate(update_targets)]
+        self._specs = inputs
+        self._filters = [_input_filter(i) for i in inputs]
+        self._names = {}
+        for pos, spec in enumerate(inputs):
+            if spec.name is not None:
+                self._names.setdefault(spec.name, pos)
+        self._defaults = [spec.value if spec.has_default else _MISSING for spec in inputs]
+
+    # ---- calling
+
+    def __call__(self, *args, **kwargs):
+        if self.trust_input and not kwargs:
+            cells = self._input_cells
+            if len(args) != len(cells):
+                raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(cells), len(args)))
+            for cell, value in zip(cells, args):
+                cell[0] = value
+        else:
+            self._fill_inputs(args, kwargs)
+        try:
+            self._thunk()
+        finally:
+            for cell in self._input_cells:
+                cell[0] = None  # do not keep the caller's arrays alive between calls
+        outs = [cell[0] for cell in self._output_cells[:self._n_outputs]]
+        for target, source in self._update_pairs:
+            target[0] = source[0]
+        for cell in self._output_cells:
+            cell[0] = None
+        if self._single:
+            return outs[0]
+        return outs
+
+    def _fill_inputs(self, args, kwargs):
+        n = len(self._specs)
+        if len(args) > n:
+            raise TypeError("%s takes at most %d inputs, got %d" % (self._label(), n, len(args)))
+        values = list(args) + [_MISSING] * (n - len(args))
+        for key, value in kwargs.items():
+            pos = self._names.get(key)
+            if pos is None:
+                raise TypeError("%s got an unexpected keyword argument %r (inputs: %s)"
+                                % (self._label(), key, ", ".join(map(str, self._names)) or "none named"))
+            if values[pos] is not _MISSING:
+                raise TypeError("%s got input %r twice (by position and by name)" % (self._label(), key))
+            values[pos] = value
+        for pos, value in enumerate(values):
+            if value is _MISSING:
+                value = self._defaults[pos]
+                if value is _MISSING:
+                    raise TypeError("%s: missing input %s" % (self._label(), self._describe_input(pos)))
+            try:
+                self._input_cells[pos][0] = self._filters[pos](value)
+            except (TypeError, ValueError) as err:
+                raise type(err)("%s: bad value for input %s: %s"
+                                % (self._label(), self._describe_input(pos), err)) from None
+
+    def _describe_input(self, pos):
+        spec = self._specs[pos]
+        name = spec.name if spec.name is not None else str(spec.variable)
+        return "%r (position %d, type %s)" % (name, pos, spec.variable.type)
+
+    def _label(self):
+        return "function %r" % self.name if self.name else "function"
+
+    # ---- introspection
+
+    @property
+    def fgraph(self):
+        return self.maker.fgraph
+
+    def info(self):
+        """Which linker ran, and how each node runs."""
+        linker = self.maker.linker
+        lines = ["%s: linker %s, mode %s" % (self._label(), getattr(linker, "name", linker), self.maker.mode)]
+        for pos, (node, how) in enumerate(linker.describe_nodes()):
+            lines.append("  #%d %s  [%s]" % (pos, node, how))
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return "<Function %s: %s>" % (self.name or "", ", ".join(map(str, self.fgraph.outputs)))
+
+
+_MISSING = object()
+
+
+def _input_filter(spec):
+    vtype, strict, downcast = spec.variable.type, spec.strict, spec.allow_downcast
+
+    def filt(value):
+        return vtype.filter(value, strict=strict, allow_downcast=downcast)
+
+    return filt

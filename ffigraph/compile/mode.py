@@ -1,0 +1,121 @@
+"""``Mode``: which rewrites run (``optimizer``) and which linker builds the function.
+
+Modes and linkers are looked up by name in two registries, as in Theano:
+``Mode(linker='py', optimizer='fast_run')``, ``function(..., mode='FAST_RUN')``.
+"""
+from __future__ import annotations
+
+from ffigraph.config import config
+from ffigraph.graph.rewriting import optdb
+from ffigraph.linkers.basic import Linker, PerformLinker
+
+predefined_linkers = {"py": PerformLinker}
+predefined_modes = {}
+
+
+def register_linker(name, linker_factory):
+    """Make ``Mode(linker=name)`` use ``linker_factory()`` (a Linker class or zero-arg callable)."""
+    if name in predefined_linkers:
+        raise ValueError("a linker named %r is already registered" % name)
+    predefined_linkers[name] = linker_factory
+
+
+def _make_linker(linker):
+    if linker is None:
+        linker = config.linker
+    if isinstance(linker, Linker):
+        return linker
+    if isinstance(linker, str):
+        if linker not in predefined_linkers:
+            raise ValueError("unknown linker %r (known: %s)" % (linker, ", ".join(sorted(predefined_linkers))))
+        return predefined_linkers[linker]()
+    raise TypeError("linker must be a Linker or a registered name, got %r" % (linker,))
+
+
+class Mode:
+    """A linker plus a rewrite query.
+
+    ``optimizer`` is a tag of the rewrite database (``'fast_run'``), None or
+    ``'None'`` for no rewrites, or a callable applied to the FunctionGraph.
+    """
+
+    def __init__(self, linker=None, optimizer="default", include=(), exclude=(), require=()):
+        self.linker_spec = linker
+        self._linker = _make_linker(linker)
+        if optimizer == "default":
+            optimizer = config.optimizer
+        self.optimizer = optimizer
+        self.include, self.exclude, self.require = tuple(include), tuple(exclude), tuple(require)
+
+    @property
+    def linker(self):
+        return self._linker
+
+    def new_linker(self):
+        """A fresh linker of this mode's kind, for one function."""
+        if isinstance(self.linker_spec, Linker):
+            return self.linker_spec  # Linker.accept makes a copy when it is already bound
+        return _make_linker(self.linker_spec)
+
+    def _clone(self, **changes):
+        kw = dict(linker=self.linker_spec if self.linker_spec is not None else self._linker,
+                  optimizer=self.optimizer, include=self.include, exclude=self.exclude, require=self.require)
+        kw.update(changes)
+        return Mode(**kw)
+
+    def including(self, *tags):
+        return self._clone(include=self.include + tags)
+
+    def excluding(self, *tags):
+        return self._clone(exclude=self.exclude + tags)
+
+    def requiring(self, *tags):
+        return self._clone(require=self.require + tags)
+
+    def rewrites(self):
+        """The (name, rewrite) pairs this mode applies, in order."""
+        if self.optimizer is None or self.optimizer == "None":
+            tags = set(self.include)
+        elif callable(self.optimizer):
+            return [("custom", self.optimizer)]
+        else:
+            tags = {self.optimizer} | set(self.include)
+        return optdb.query(include=tags, exclude=self.exclude, require=self.require)
+
+    def optimize(self, fgraph):
+        for name, rewrite in self.rewrites():
+            rewrite(fgraph)
+        return fgraph
+
+    def __str__(self):
+        return "Mode(linker=%s, optimizer=%s)" % (getattr(self._linker, "name", self._linker), self.optimizer)
+
+    __repr__ = __str__
+
+
+def get_mode(mode):
+    """A Mode from None (``config.mode``), a registered name, or a Mode."""
+    if mode is None:
+        mode = config.mode
+    if isinstance(mode, Mode):
+        return mode
+    if isinstance(mode, str):
+        if mode in predefined_modes:
+            return predefined_modes[mode]()
+        if mode in predefined_linkers:
+            return Mode(linker=mode)
+        raise ValueError("unknown mode %r (known: %s)" % (mode, ", ".join(sorted(predefined_modes))))
+    raise TypeError("mode must be a Mode or a registered name, got %r" % (mode,))
+
+
+def register_mode(name, mode_factory):
+    """Make ``function(..., mode=name)`` use ``mode_factory()``."""
+    if name in predefined_modes:
+        raise ValueError("a mode named %r is already registered" % name)
+    predefined_modes[name] = mode_factory
+
+
+# Linkers default to config.linker at the time the mode is made, so FFIGRAPH_FLAGS=linker=... applies.
+register_mode("FAST_RUN", lambda: Mode(linker=None, optimizer="fast_run"))
+register_mode("FAST_COMPILE", lambda: Mode(linker="py", optimizer="fast_compile"))
+register_mode("PERFORM", lambda: Mode(linker="py", optimizer="fast_run"))

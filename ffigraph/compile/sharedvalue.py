@@ -1,0 +1,99 @@
+"""Shared variables: symbolic inputs whose value lives between calls (model parameters)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.basic import Variable
+from ffigraph.linkers.basic import Container
+
+
+class SharedVariable(Variable):
+    """A variable with a value held in a ``container`` that every function using it shares.
+
+    Functions read it implicitly and may replace it through ``updates``.
+    """
+
+    def __init__(self, type, value, name=None, strict=False, allow_downcast=None, container=None):
+        super().__init__(type, None, None, name)
+        if container is None:
+            container = Container(type, name=name, strict=strict, allow_downcast=allow_downcast)
+            container.storage[0] = type.filter(value, strict=strict, allow_downcast=allow_downcast)
+        self.container = container
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The current value; a copy unless ``borrow=True``."""
+        value = self.container.storage[0]
+        return value if borrow else self.type.copy_value(value)
+
+    def set_value(self, new_value, borrow=False):
+        """Replace the value (filtered to the type); it is copied unless ``borrow=True``."""
+        filtered = self.type.filter(new_value, strict=self.container.strict,
+                                    allow_downcast=self.container.allow_downcast)
+        if not borrow and _may_share(filtered, new_value):
+            filtered = self.type.copy_value(filtered)
+        self.container.storage[0] = filtered
+
+    @property
+    def value(self):
+        return self.get_value()
+
+    def clone(self, name=None):
+        cp = type(self)(self.type, None, name if name is not None else self.name, container=self.container)
+        cp.tag.__dict__.update(self.tag.__dict__)
+        return cp
+
+    def __str__(self):
+        return self.name if self.name is not None else "<shared %s>" % (self.type,)
+
+
+def _may_share(a, b):
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return np.may_share_memory(a, b)
+    return False
+
+
+def _tensor_shared_class():
+    from ffigraph.tensor.variable import _TensorOperators
+
+    class TensorSharedVariable(_TensorOperators, SharedVariable):
+        """A shared n-d array; behaves like a tensor variable in expressions."""
+
+    return TensorSharedVariable
+
+
+_TENSOR_SHARED = []
+
+
+def tensor_shared_class():
+    if not _TENSOR_SHARED:
+        _TENSOR_SHARED.append(_tensor_shared_class())
+    return _TENSOR_SHARED[0]
+
+
+def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, shape=None):
+    """A shared tensor initialised with ``value`` (copied unless ``borrow=True``).
+
+    The type's static shape is unknown on every axis unless ``shape`` says
+    otherwise, so ``set_value`` may later change the shape.
+    """
+    from ffigraph.tensor.type import TensorType
+
+    if isinstance(value, Variable):
+        raise TypeError("shared() needs a value, not the symbolic variable %s" % (value,))
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif isinstance(value, (bool, int, float, complex, np.generic, list, tuple)):
+        arr = np.asarray(value)
+    else:
+        raise TypeError("shared(): no shared variable type for a value of type %s" % type(value).__name__)
+    if arr.dtype.kind not in "biufc":
+        raise TypeError("shared(): values of dtype %s are not supported" % arr.dtype)
+    if shape is None:
+        shape = (None,) * arr.ndim
+    ttype = TensorType(arr.dtype, shape)
+    if not borrow or arr is not value:
+        arr = np.array(arr, copy=True)
+    cls = tensor_shared_class()
+    return cls(ttype, arr, name=name, strict=strict, allow_downcast=allow_downcast)

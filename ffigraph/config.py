@@ -1,0 +1,120 @@
+"""Process-wide settings, read once from ``FFIGRAPH_FLAGS`` and settable in code.
+
+``FFIGRAPH_FLAGS="floatX=float32,linker=py"`` sets values at import time;
+``ffigraph.config.floatX = 'float32'`` changes one later, and
+``with ffigraph.config.change_flags(floatX='float32'):`` changes some for a block.
+Every key is validated when set, so a typo fails loudly instead of being ignored.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import shutil
+import sys
+import warnings
+
+ENV_VAR = "FFIGRAPH_FLAGS"
+
+
+def _interpreter_tag() -> str:
+    """Names the platform and interpreter, so CPython and PyPy never share a compiledir."""
+    impl = sys.implementation.name
+    ver = "%d%d" % sys.version_info[:2]
+    return "%s-%s-%s%s" % (platform.system().lower(), platform.machine(), impl, ver)
+
+
+def _default_compiledir() -> str:
+    import platformdirs
+
+    base = platformdirs.user_cache_dir("ffigraph")
+    return os.path.join(base, "compiledir_" + _interpreter_tag())
+
+
+def _default_cxx() -> str:
+    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or "cc"
+
+
+def _one_of(*choices):
+    def check(value):
+        if value not in choices:
+            raise ValueError("must be one of %s, got %r" % (", ".join(map(repr, choices)), value))
+        return value
+
+    return check
+
+
+def _non_empty_str(value):
+    if not isinstance(value, str) or not value:
+        raise ValueError("must be a non-empty string, got %r" % (value,))
+    return value
+
+
+# key -> (default factory, validator, doc)
+_SPEC = {
+    "floatX": (lambda: "float64", _one_of("float64", "float32"),
+               "dtype of float variables made without an explicit dtype"),
+    "compiledir": (_default_compiledir, _non_empty_str,
+                   "directory of compiled libraries (per platform and interpreter)"),
+    "cxx": (_default_cxx, _non_empty_str, "C compiler command (defaults to $CC, then gcc)"),
+    "linker": (lambda: "py", _non_empty_str, "linker of the default mode"),
+    "mode": (lambda: "FAST_RUN", _non_empty_str, "name of the mode used when function() gets none"),
+    "optimizer": (lambda: "fast_run", _non_empty_str, "rewrite query of the default mode"),
+}
+
+
+class Config:
+    """Attribute access to the settings in ``_SPEC``; defaults are computed lazily."""
+
+    def __init__(self, flags: str = ""):
+        object.__setattr__(self, "_values", {})
+        self._apply_flag_string(flags)
+
+    def _apply_flag_string(self, flags: str) -> None:
+        for item in filter(None, (s.strip() for s in flags.split(","))):
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep:
+                warnings.warn("%s: ignoring %r (expected key=value)" % (ENV_VAR, item))
+            elif key not in _SPEC:
+                warnings.warn("%s: ignoring unknown key %r (known: %s)"
+                              % (ENV_VAR, key, ", ".join(sorted(_SPEC))))
+            else:
+                setattr(self, key, value.strip())
+
+    def __getattr__(self, key):
+        if key not in _SPEC:
+            raise AttributeError("ffigraph.config has no setting %r (known: %s)"
+                                 % (key, ", ".join(sorted(_SPEC))))
+        values = object.__getattribute__(self, "_values")
+        if key not in values:
+            values[key] = _SPEC[key][0]()
+        return values[key]
+
+    def __setattr__(self, key, value):
+        if key not in _SPEC:
+            raise AttributeError("ffigraph.config has no setting %r (known: %s)"
+                                 % (key, ", ".join(sorted(_SPEC))))
+        try:
+            value = _SPEC[key][1](value)
+        except ValueError as err:
+            raise ValueError("ffigraph.config.%s %s" % (key, err)) from None
+        self._values[key] = value
+
+    @contextlib.contextmanager
+    def change_flags(self, **flags):
+        """Set some flags for the duration of a ``with`` block."""
+        old = {k: getattr(self, k) for k in flags}
+        try:
+            for k, v in flags.items():
+                setattr(self, k, v)
+            yield self
+        finally:
+            for k, v in old.items():
+                setattr(self, k, v)
+
+    def describe(self) -> str:
+        return "\n".join("%s = %r  # %s" % (k, getattr(self, k), _SPEC[k][2]) for k in _SPEC)
+
+
+config = Config(os.environ.get(ENV_VAR, ""))

@@ -1,0 +1,261 @@
+"""The two kinds of graph node: ``Variable`` (a value) and ``Apply`` (an op applied to values).
+
+A graph is bipartite: each ``Apply`` has input and output Variables, and each
+Variable has at most one ``owner`` Apply (None for inputs and constants).
+"""
+from __future__ import annotations
+
+from collections import deque
+from itertools import count
+
+
+class Scratchpad:
+    """Free-form annotations on a variable (``var.tag.test_value`` and the like)."""
+
+    def __repr__(self):
+        return "Scratchpad(%s)" % ", ".join("%s=%r" % kv for kv in sorted(vars(self).items()))
+
+
+class Apply:
+    """One application of ``op`` to ``inputs``, producing ``outputs``."""
+
+    def __init__(self, op, inputs, outputs):
+        self.op = op
+        self.inputs = list(inputs)
+        self.outputs = []
+        self.tag = Scratchpad()
+        for i in self.inputs:
+            if not isinstance(i, Variable):
+                raise TypeError("Apply of %s: input %r is not a Variable" % (op, i))
+        for idx, out in enumerate(outputs):
+            if not isinstance(out, Variable):
+                raise TypeError("Apply of %s: output %r is not a Variable" % (op, out))
+            if out.owner is not None and (out.owner is not self or out.index != idx):
+                raise ValueError("Apply of %s: output %r already belongs to another node" % (op, out))
+            out.owner, out.index = self, idx
+            self.outputs.append(out)
+
+    @property
+    def nin(self):
+        return len(self.inputs)
+
+    @property
+    def nout(self):
+        return len(self.outputs)
+
+    @property
+    def out(self):
+        """The default output (the only one, or ``op.default_output``)."""
+        do = getattr(self.op, "default_output", None)
+        if do is not None:
+            return self.outputs[do]
+        if len(self.outputs) != 1:
+            raise AttributeError("%s has %d outputs and no default_output" % (self.op, len(self.outputs)))
+        return self.outputs[0]
+
+    def clone(self):
+        """A new Apply with the same op and inputs and fresh outputs of the same types."""
+        return Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
+
+    def clone_with_new_inputs(self, inputs, strict=True):
+        """The same op applied to ``inputs``; ``strict`` keeps the output types unchanged."""
+        if len(inputs) != len(self.inputs):
+            raise ValueError("%s: expected %d inputs, got %d" % (self.op, len(self.inputs), len(inputs)))
+        if strict:
+            for old, new in zip(self.inputs, inputs):
+                if old.type != new.type:
+                    raise TypeError("%s: input type %s cannot replace %s" % (self.op, new.type, old.type))
+            return Apply(self.op, inputs, [o.clone() for o in self.outputs])
+        return self.op.make_node(*inputs)
+
+    def __str__(self):
+        return "%s(%s)" % (self.op, ", ".join(str(i) for i in self.inputs))
+
+    __repr__ = __str__
+
+
+class Variable:
+    """A symbolic value of a given ``type``; ``owner`` is the Apply that computes it."""
+
+    _ids = count()
+
+    def __init__(self, type, owner=None, index=None, name=None):
+        self.type = type
+        self.owner = owner
+        self.index = index
+        self.name = name
+        self.tag = Scratchpad()
+        self.auto_name = "auto_%d" % next(self._ids)
+
+    def clone(self, name=None):
+        """A fresh unowned variable with the same type, name and tag contents."""
+        cp = type(self)(self.type, None, None, name if name is not None else self.name)
+        cp.tag.__dict__.update(self.tag.__dict__)
+        return cp
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        if self.owner is not None:
+            op = self.owner.op
+            if len(self.owner.outputs) == 1:
+                return "%s.out" % (op,)
+            return "%s.%d" % (op, self.index)
+        return "<%s>" % (self.type,)
+
+    def __repr__(self):
+        return str(self)
+
+    def get_parents(self):
+        return [self.owner] if self.owner is not None else []
+
+    def eval(self, inputs_to_values=None):
+        """Compile (once, memoised) and run the graph computing this variable."""
+        from ffigraph.compile.function import function
+
+        inputs_to_values = dict(inputs_to_values or {})
+        key = tuple(inputs_to_values)
+        cache = self.__dict__.setdefault("_eval_cache", {})
+        if key not in cache:
+            cache[key] = function(list(key), self)
+        return cache[key](*inputs_to_values.values())
+
+
+class Constant(Variable):
+    """A variable whose value is fixed at graph-building time."""
+
+    def __init__(self, type, data, name=None):
+        super().__init__(type, None, None, name)
+        self.data = type.filter(data)
+
+    def signature(self):
+        return (self.type, self.type.constant_key(self.data))
+
+    def equals(self, other):
+        return isinstance(other, Constant) and self.signature() == other.signature()
+
+    def clone(self, name=None):
+        cp = type(self)(self.type, self.data, name if name is not None else self.name)
+        cp.tag.__dict__.update(self.tag.__dict__)
+        return cp
+
+    @property
+    def value(self):
+        return self.data
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        text = str(self.data)
+        return text if len(text) < 20 else text[:17] + "..."
+
+    @property
+    def owner(self):
+        return None
+
+    @owner.setter
+    def owner(self, value):
+        if value is not None:
+            raise ValueError("a Constant cannot have an owner")
+
+
+# ---------------------------------------------------------------- traversal
+
+
+def ancestors(outputs, blockers=()):
+    """Every variable that ``outputs`` depend on (themselves included), stopping at ``blockers``."""
+    blockers = set(blockers)
+    seen, order = set(), []
+    stack = list(outputs)[::-1]
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        order.append(v)
+        if v.owner is not None and v not in blockers:
+            stack.extend(reversed(v.owner.inputs))
+    return order
+
+
+def graph_inputs(outputs, blockers=()):
+    """The ownerless variables (inputs and constants) that ``outputs`` depend on."""
+    return [v for v in ancestors(outputs, blockers) if v.owner is None or v in blockers]
+
+
+def io_toposort(inputs, outputs):
+    """Apply nodes between ``inputs`` and ``outputs``, each after the nodes it depends on."""
+    stop = set(inputs)
+    order, done, on_stack = [], set(), set()
+    for out in outputs:
+        _visit(out, stop, order, done, on_stack)
+    return order
+
+
+def _visit(root, stop, order, done, on_stack):
+    # Iterative DFS post-order so deep graphs do not hit the recursion limit.
+    stack = [(root, False)]
+    while stack:
+        var, expanded = stack.pop()
+        node = var.owner
+        if node is None or var in stop or node in done:
+            continue
+        if expanded:
+            done.add(node)
+            on_stack.discard(node)
+            order.append(node)
+            continue
+        if node in on_stack:
+            continue
+        on_stack.add(node)
+        stack.append((var, True))
+        for inp in reversed(node.inputs):
+            stack.append((inp, False))
+
+
+def clone_get_equiv(inputs, outputs, copy_inputs=True, memo=None):
+    """Clone the graph between ``inputs`` and ``outputs``; returns {old: new} for vars and nodes."""
+    memo = {} if memo is None else memo
+    for v in inputs:
+        memo.setdefault(v, v.clone() if copy_inputs else v)
+    for node in io_toposort(inputs, outputs):
+        for v in node.inputs:
+            if v not in memo:
+                memo[v] = v.clone() if (copy_inputs and isinstance(v, Constant)) else v
+        new_node = Apply(node.op, [memo[v] for v in node.inputs], [o.clone() for o in node.outputs])
+        new_node.tag.__dict__.update(node.tag.__dict__)
+        memo[node] = new_node
+        for old, new in zip(node.outputs, new_node.outputs):
+            memo.setdefault(old, new)
+    for v in outputs:
+        memo.setdefault(v, v)
+    return memo
+
+
+def clone(inputs, outputs, copy_inputs=True):
+    """Return (new_inputs, new_outputs) of a copy of the graph between them."""
+    equiv = clone_get_equiv(inputs, outputs, copy_inputs)
+    return [equiv[v] for v in inputs], [equiv[v] for v in outputs]
+
+
+def clone_replace(outputs, replace=None):
+    """Copy the graph of ``outputs`` with each key of ``replace`` swapped for its value."""
+    pairs = list(replace.items()) if isinstance(replace, dict) else list(replace or [])
+    single = isinstance(outputs, Variable)
+    outs = [outputs] if single else list(outputs)
+    for old, new in pairs:
+        if not isinstance(old, Variable) or not isinstance(new, Variable):
+            raise TypeError("clone_replace: %r -> %r must map Variables to Variables" % (old, new))
+        if old.type != new.type:
+            new = old.type.filter_variable(new)
+    memo = {old: new for old, new in pairs}
+    # The replaced variables are leaves of the copy, so the traversal stops there.
+    inputs = [v for v in graph_inputs(outs, blockers=memo)]
+    equiv = clone_get_equiv(inputs, outs, copy_inputs=False, memo=memo)
+    result = [equiv[v] for v in outs]
+    return result[0] if single else result
+
+
+def is_in_ancestors(node, candidate):
+    """True when ``candidate`` (an Apply) computes something ``node`` depends on."""
+    return any(v.owner is candidate for v in ancestors(node.inputs))

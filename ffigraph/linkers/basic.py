@@ -1,0 +1,142 @@
+"""Linkers turn a FunctionGraph into a thunk plus the storage cells it reads and writes.
+
+A storage cell is a one-element list; a ``Container`` wraps one cell with
+the type that filters what is put in it. Every linker returns
+``(thunk, input_cells, output_cells)`` from ``make_thunk``: put values in the
+input cells, call the thunk, read the output cells.
+"""
+from __future__ import annotations
+
+from ffigraph.graph.basic import Constant
+
+
+class Container:
+    """A storage cell with the Type (and casting policy) that filters values put in it."""
+
+    def __init__(self, type, storage=None, name=None, strict=False, allow_downcast=None, readonly=False):
+        self.type = type
+        self.storage = [None] if storage is None else storage
+        self.name = name
+        self.strict = strict
+        self.allow_downcast = allow_downcast
+        self.readonly = readonly
+
+    @property
+    def data(self):
+        return self.storage[0]
+
+    @data.setter
+    def data(self, value):
+        if self.readonly:
+            raise ValueError("container %s is read-only" % (self.name,))
+        if value is None:
+            self.storage[0] = None
+        else:
+            self.storage[0] = self.type.filter(value, strict=self.strict, allow_downcast=self.allow_downcast)
+
+    value = data
+
+    def __repr__(self):
+        return "<%s: %r>" % (self.name or "container", self.storage[0])
+
+
+class Linker:
+    """Base: ``accept(fgraph)`` returns a linker bound to that graph; ``make_thunk`` builds it."""
+
+    name = "linker"
+
+    def __init__(self):
+        self.fgraph = None
+
+    def accept(self, fgraph, no_recycling=None):
+        if self.fgraph is not None and self.fgraph is not fgraph:
+            return type(self)(**self._init_kwargs()).accept(fgraph, no_recycling)
+        self.fgraph = fgraph
+        self.no_recycling = list(no_recycling or [])
+        return self
+
+    def _init_kwargs(self):
+        return {}
+
+    def make_thunk(self, input_storage=None):
+        raise NotImplementedError
+
+    def describe_nodes(self):
+        """(node, how it runs) for each node, in execution order; shown by ``Function.info()``."""
+        raise NotImplementedError
+
+
+def make_storage_map(fgraph, input_storage=None):
+    """A cell per variable of ``fgraph``; inputs use ``input_storage`` when given, constants are filled."""
+    if input_storage is None:
+        input_storage = [[None] for _ in fgraph.inputs]
+    if len(input_storage) != len(fgraph.inputs):
+        raise ValueError("expected %d input cells, got %d" % (len(fgraph.inputs), len(input_storage)))
+    storage_map = dict(zip(fgraph.inputs, input_storage))
+    for node in fgraph.toposort():
+        for v in node.inputs:
+            if v not in storage_map:
+                storage_map[v] = [v.data] if isinstance(v, Constant) else [None]
+        for v in node.outputs:
+            storage_map.setdefault(v, [None])
+    for v in fgraph.outputs:
+        if v not in storage_map:
+            storage_map[v] = [v.data] if isinstance(v, Constant) else [None]
+    return storage_map
+
+
+def annotate_node_error(err, node, position, fgraph):
+    """Add to ``err`` which node failed and on which inputs, keeping the exception's class."""
+    from ffigraph.graph.basic import ancestors
+
+    inputs = ", ".join("%s: %s" % (v, v.type) for v in node.inputs)
+    feeding = set(ancestors(node.inputs))
+    graph_inputs = ", ".join("%s (position %d)" % (v, i) for i, v in enumerate(fgraph.inputs) if v in feeding)
+    where = "\nApply node that caused the error: #%d %s\nNode inputs: %s" % (position, node, inputs)
+    if graph_inputs:
+        where += "\nFunction inputs it depends on: %s" % graph_inputs
+    if err.args and isinstance(err.args[0], str):
+        err.args = (err.args[0] + where,) + err.args[1:]
+    else:
+        err.args = err.args + (where,)
+    err.failed_node = node
+    return err
+
+
+class PerformLinker(Linker):
+    """Run each node's Python implementation (``perform`` or the op's own ``make_thunk``).
+
+    The reference semantics every other linker is tested against.
+    """
+
+    name = "py"
+
+    def make_thunk(self, input_storage=None):
+        fgraph = self.fgraph
+        order = fgraph.toposort()
+        storage_map = make_storage_map(fgraph, input_storage)
+        compute_map = {v: [False] for v in storage_map}
+        thunks = [node.op.make_thunk(node, storage_map, compute_map, self.no_recycling) for node in order]
+        # cells written by nodes: cleared before each run so no result is ever reused
+        produced = [storage_map[v] for node in order for v in node.outputs]
+        runs = list(zip(thunks, order))
+
+        def thunk():
+            for cell in produced:
+                cell[0] = None
+            for position, (fn, node) in enumerate(runs):
+                try:
+                    fn()
+                except Exception as err:
+                    raise annotate_node_error(err, node, position, fgraph)
+                for cell, var in zip(fn.outputs if hasattr(fn, "outputs") else (), node.outputs):
+                    if cell[0] is None:
+                        raise ValueError("%s produced no value for output %s" % (node.op, var))
+
+        thunk.nodes = order
+        input_cells = [storage_map[v] for v in fgraph.inputs]
+        output_cells = [storage_map[v] for v in fgraph.outputs]
+        return thunk, input_cells, output_cells
+
+    def describe_nodes(self):
+        return [(node, "python (perform)") for node in self.fgraph.toposort()]

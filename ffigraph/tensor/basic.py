@@ -1,0 +1,334 @@
+"""Making tensors: variables, constants, conversions, and the ops that build arrays."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.basic import Apply, Constant, Variable
+from ffigraph.graph.op import Op
+from ffigraph.scalar.basic import SCALAR_OPS, Cast, upcast
+from ffigraph.tensor.elemwise import DimShuffle, Elemwise
+from ffigraph.tensor.type import TensorType, normalize_dtype
+from ffigraph.tensor.variable import TensorConstant, TensorVariable
+
+# ------------------------------------------------------------------ conversion
+
+
+def _python_scalar_dtype(value):
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, int):
+        return "int64" if -2**63 <= value < 2**63 else "uint64"
+    if isinstance(value, float):
+        return "float64"
+    return "complex128"
+
+
+def constant(value, name=None, ndim=None, dtype=None):
+    """A TensorConstant; Python scalars without a dtype become weak constants (NEP 50)."""
+    weak = dtype is None and isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
+    if weak:
+        dtype = _python_scalar_dtype(value)
+    arr = np.asarray(value, dtype=None if dtype is None else normalize_dtype(dtype))
+    if arr.dtype.kind not in "biufc":
+        raise TypeError("cannot make a tensor constant from %r (dtype %s)" % (value, arr.dtype))
+    if ndim is not None:
+        if arr.ndim > ndim:
+            raise ValueError("constant %r has %d dimensions, more than ndim=%d" % (value, arr.ndim, ndim))
+        arr = arr.reshape((1,) * (ndim - arr.ndim) + arr.shape)
+    arr = np.array(arr, copy=True)  # constants own their data
+    arr.setflags(write=False)
+    ttype = TensorType(arr.dtype, arr.shape)
+    return TensorConstant(ttype, arr, name=name, weak=weak)
+
+
+def as_tensor_variable(x, name=None, ndim=None, dtype=None):
+    """``x`` as a tensor Variable: variables pass through, values become constants."""
+    if isinstance(x, Apply):
+        x = x.out
+    if isinstance(x, Variable):
+        if not isinstance(x.type, TensorType):
+            raise TypeError("%s has type %s, not a tensor type" % (x, x.type))
+        if ndim is not None and x.ndim != ndim:
+            raise ValueError("%s has %d dimensions, expected %d" % (x, x.ndim, ndim))
+        return x if dtype is None else cast(x, dtype)
+    if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
+        return stack([as_tensor_variable(e) for e in x])
+    try:
+        return constant(x, name=name, ndim=ndim, dtype=dtype)
+    except TypeError:
+        raise TypeError("cannot convert %r (of type %s) to a tensor" % (x, type(x).__name__)) from None
+
+
+def _flatten(seq):
+    for e in seq:
+        if isinstance(e, (list, tuple)):
+            yield from _flatten(e)
+        else:
+            yield e
+
+
+def get_scalar_constant_value(v):
+    """The Python value of a 0-d (or all-equal) constant, else raise NotScalarConstantError."""
+    if isinstance(v, (int, float, np.number)):
+        return v
+    if isinstance(v, Constant) and isinstance(v.type, TensorType):
+        data = v.data
+        if data.size and np.all(data == data.flat[0]):
+            return data.flat[0]
+    raise NotScalarConstantError("%s is not a scalar constant" % (v,))
+
+
+class NotScalarConstantError(ValueError):
+    pass
+
+
+# ------------------------------------------------------------------ constructors
+
+
+def tensor(dtype=None, shape=None, name=None):
+    """A symbolic tensor; ``shape`` holds an int (static size) or None per axis."""
+    if shape is None:
+        raise TypeError("tensor() needs a shape, e.g. tensor('float64', (None, 3))")
+    return TensorType(dtype, shape)(name)
+
+
+def _maker(ndim, dtype=None):
+    def make(name=None, dtype=dtype, shape=None):
+        return TensorType(dtype, (None,) * ndim if shape is None else shape)(name)
+
+    return make
+
+
+scalar = _maker(0)
+vector = _maker(1)
+matrix = _maker(2)
+tensor3 = _maker(3)
+tensor4 = _maker(4)
+
+_PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64",
+             "f": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
+_KINDS = {"scalar": 0, "vector": 1, "matrix": 2, "tensor3": 3, "tensor4": 4}
+for _p, _dt in _PREFIXES.items():
+    for _kind, _nd in _KINDS.items():
+        globals()[_p + _kind] = _maker(_nd, _dt)
+del _p, _dt, _kind, _nd
+
+# ------------------------------------------------------------------ casting and choice
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype`` (no node when it already has it)."""
+    x = as_tensor_variable(x)
+    dtype = normalize_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    return Elemwise(Cast(dtype))(x)
+
+
+def switch(cond, ift, iff):
+    """Elementwise ``ift where cond else iff`` (numpy's ``where``)."""
+    return Elemwise(SCALAR_OPS["switch"])(cond, ift, iff)
+
+
+where = switch
+
+
+# ------------------------------------------------------------------ axes
+
+
+def dimshuffle(x, pattern):
+    x = as_tensor_variable(x)
+    return DimShuffle(x.ndim, pattern)(x)
+
+
+def transpose(x, axes=None):
+    """Permute the axes (reverse them when ``axes`` is None); a view."""
+    x = as_tensor_variable(x)
+    if axes is None:
+        axes = tuple(range(x.ndim - 1, -1, -1))
+    axes = tuple(normalize_axis(a, x.ndim, "transpose") for a in axes)
+    if sorted(axes) != list(range(x.ndim)):
+        raise ValueError("transpose: axes %s are not a permutation of the %d axes of %s" % (axes, x.ndim, x))
+    return DimShuffle(x.ndim, axes)(x)
+
+
+def normalize_axis(axis, ndim, what):
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError("%s: axis must be an int, got %r" % (what, axis))
+    if not -ndim <= axis < ndim:
+        raise ValueError("%s: axis %d is out of range for %d dimensions" % (what, axis, ndim))
+    return int(axis) % ndim
+
+
+def expand_dims(x, axis):
+    x = as_tensor_variable(x)
+    axis = normalize_axis(axis, x.ndim + 1, "expand_dims")
+    pattern = list(range(x.ndim))
+    pattern.insert(axis, "x")
+    return DimShuffle(x.ndim, pattern)(x)
+
+
+# ------------------------------------------------------------------ alloc
+
+
+class Alloc(Op):
+    """A new array of the given shape filled with (broadcast) ``value``."""
+
+    __props__ = ()
+
+    def make_node(self, value, *shape):
+        value = as_tensor_variable(value)
+        shape = [_as_int_scalar(s, "alloc shape") for s in shape]
+        if len(shape) < value.ndim:
+            raise ValueError("alloc: value %s has %d dimensions but only %d sizes were given"
+                             % (value, value.ndim, len(shape)))
+        static = tuple(_static_int(s) for s in shape)
+        return Apply(self, [value] + shape, [TensorType(value.dtype, static)()])
+
+    def perform(self, node, inputs, output_storage):
+        value, shape = inputs[0], tuple(int(s) for s in inputs[1:])
+        if any(s < 0 for s in shape):
+            raise ValueError("alloc: negative size in shape %s" % (shape,))
+        out = np.empty(shape, dtype=node.outputs[0].type.numpy_dtype)
+        try:
+            out[...] = value
+        except ValueError:
+            raise ValueError("alloc: value of shape %s cannot be broadcast to %s" % (value.shape, shape)) from None
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(node.inputs[1:])]
+
+
+alloc_op = Alloc()
+
+
+def alloc(value, *shape):
+    """An array of ``shape`` filled with ``value`` (broadcasting like numpy)."""
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
+        shape = tuple(shape[0])
+    return alloc_op(value, *shape)
+
+
+def _fill_like(x, fill, dtype):
+    x = as_tensor_variable(x)
+    dtype = x.dtype if dtype is None else normalize_dtype(dtype)
+    return alloc(constant(np.asarray(fill, dtype=dtype)), *[x.shape[i] for i in range(x.ndim)])
+
+
+def zeros_like(x, dtype=None):
+    return _fill_like(x, 0, dtype)
+
+
+def ones_like(x, dtype=None):
+    return _fill_like(x, 1, dtype)
+
+
+def zeros(shape, dtype=None):
+    shape = shape if isinstance(shape, (list, tuple)) else [shape]
+    return alloc(constant(np.zeros((), dtype=normalize_dtype(dtype))), *shape)
+
+
+def ones(shape, dtype=None):
+    shape = shape if isinstance(shape, (list, tuple)) else [shape]
+    return alloc(constant(np.ones((), dtype=normalize_dtype(dtype))), *shape)
+
+
+def _as_int_scalar(s, what):
+    s = as_tensor_variable(s)
+    if s.ndim != 0 or s.dtype[0] not in "iu":
+        raise TypeError("%s: each size must be an integer scalar, got %s of type %s" % (what, s, s.type))
+    return cast(s, "int64")
+
+
+def _static_int(v):
+    if isinstance(v, Constant):
+        return int(v.data)
+    return None
+
+
+# ------------------------------------------------------------------ joining
+
+
+class Join(Op):
+    """Concatenate tensors of the same ndim along ``axis`` (a fixed, non-negative int)."""
+
+    __props__ = ("axis",)
+
+    def __init__(self, axis):
+        self.axis = int(axis)
+
+    def make_node(self, *tensors):
+        if not tensors:
+            raise ValueError("concatenate needs at least one tensor")
+        tensors = [as_tensor_variable(t) for t in tensors]
+        ndim = tensors[0].ndim
+        if ndim == 0:
+            raise ValueError("concatenate: zero-dimensional tensors cannot be joined (use stack)")
+        for t in tensors:
+            if t.ndim != ndim:
+                raise ValueError("concatenate: all inputs need %d dimensions, %s has %d" % (ndim, t, t.ndim))
+        if not 0 <= self.axis < ndim:
+            raise ValueError("concatenate: axis %d out of range for %d dimensions" % (self.axis, ndim))
+        dtype = upcast(*[t.dtype for t in tensors])
+        tensors = [cast(t, dtype) for t in tensors]
+        shape = []
+        for a in range(ndim):
+            sizes = [t.type.shape[a] for t in tensors]
+            if a == self.axis:
+                shape.append(None if None in sizes else sum(sizes))
+            else:
+                known = set(sizes) - {None}
+                if len(known) > 1:
+                    raise ValueError("concatenate: inputs differ in static length %s on axis %d" % (sorted(known), a))
+                shape.append(known.pop() if known else None)
+        return Apply(self, tensors, [TensorType(dtype, shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        try:
+            output_storage[0][0] = np.concatenate(inputs, axis=self.axis)
+        except ValueError:
+            raise ValueError("concatenate along axis %d: input shapes %s do not match on the other axes"
+                             % (self.axis, [x.shape for x in inputs])) from None
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from ffigraph.tensor.math import add
+
+        out = list(input_shapes[0])
+        total = input_shapes[0][self.axis]
+        for shp in input_shapes[1:]:
+            total = add(total, shp[self.axis])
+        out[self.axis] = total
+        return [tuple(out)]
+
+
+def concatenate(tensors, axis=0):
+    tensors = [as_tensor_variable(t) for t in tensors]
+    if not tensors:
+        raise ValueError("concatenate needs at least one tensor")
+    axis = normalize_axis(axis, max(tensors[0].ndim, 1), "concatenate")
+    if len(tensors) == 1:
+        return tensors[0]
+    return Join(axis)(*tensors)
+
+
+def stack(tensors, axis=0):
+    """Join tensors of the same shape along a new axis."""
+    tensors = [as_tensor_variable(t) for t in tensors]
+    if not tensors:
+        raise ValueError("stack needs at least one tensor")
+    ndim = tensors[0].ndim
+    axis = normalize_axis(axis, ndim + 1, "stack")
+    for t in tensors:
+        if t.ndim != ndim:
+            raise ValueError("stack: all inputs need %d dimensions, %s has %d" % (ndim, t, t.ndim))
+    expanded = [expand_dims(t, axis) for t in tensors]
+    return Join(axis)(*expanded) if len(expanded) > 1 else expanded[0]
+
+
+__all__ = [
+    "as_tensor_variable", "constant", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4",
+    "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
+    "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
+    "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise",
+] + [p + k for p in _PREFIXES for k in _KINDS]

@@ -1,0 +1,188 @@
+"""``Elemwise`` (a scalar op over broadcast arrays) and ``DimShuffle`` (axis permutation views)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.basic import Apply
+from ffigraph.graph.op import Op
+from ffigraph.tensor.type import TensorType
+
+
+class DimShuffle(Op):
+    """Permute axes, insert broadcastable axes ('x') and drop axes of size 1.
+
+    ``new_order`` lists, for each output axis, the input axis it takes or 'x'.
+    Input axes left out must have length 1. The output is a view of the input.
+    """
+
+    __props__ = ("input_ndim", "new_order")
+    view_map = {0: [0]}
+
+    def __init__(self, input_ndim, new_order):
+        new_order = tuple(new_order)
+        used = [a for a in new_order if a != "x"]
+        for a in used:
+            if not isinstance(a, (int, np.integer)) or not 0 <= a < input_ndim:
+                raise ValueError("DimShuffle: %r is not an axis of a %d-d input" % (a, input_ndim))
+        if len(set(used)) != len(used):
+            raise ValueError("DimShuffle: axes repeat in %s" % (new_order,))
+        self.input_ndim = int(input_ndim)
+        self.new_order = tuple(a if a == "x" else int(a) for a in new_order)
+        self.drop = tuple(a for a in range(input_ndim) if a not in used)
+        self.kept = tuple(a for a in range(input_ndim) if a in used)
+        self.augment = tuple(i for i, a in enumerate(self.new_order) if a == "x")
+
+    def make_node(self, x):
+        from ffigraph.tensor.basic import as_tensor_variable
+
+        x = as_tensor_variable(x)
+        if x.ndim != self.input_ndim:
+            raise TypeError("%s expects a %d-d input, got %s with %d dimensions"
+                            % (self, self.input_ndim, x, x.ndim))
+        for a in self.drop:
+            if x.type.shape[a] not in (1, None):
+                raise ValueError("%s cannot drop axis %d of %s: its static length is %d, not 1"
+                                 % (self, a, x, x.type.shape[a]))
+        shape = tuple(1 if a == "x" else x.type.shape[a] for a in self.new_order)
+        return Apply(self, [x], [TensorType(x.dtype, shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        (x,) = inputs
+        for a in self.drop:
+            if x.shape[a] != 1:
+                raise ValueError("%s: cannot drop axis %d of an input of shape %s (length is not 1)"
+                                 % (self, a, x.shape))
+        kept = x.transpose(self.drop + tuple(a for a in self.new_order if a != "x"))
+        out_shape = tuple(1 if a == "x" else x.shape[a] for a in self.new_order)
+        output_storage[0][0] = kept.reshape(out_shape) if self.drop or self.augment else kept
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        (shp,) = input_shapes
+        from ffigraph.tensor.basic import constant
+
+        one = constant(1, dtype="int64")
+        return [tuple(one if a == "x" else shp[a] for a in self.new_order)]
+
+    def __str__(self):
+        return "DimShuffle{%s}" % ",".join(str(a) for a in self.new_order)
+
+
+class Elemwise(Op):
+    """Apply ``scalar_op`` elementwise with numpy broadcasting.
+
+    Inputs of fewer dimensions are left-padded with broadcastable axes when
+    the node is made, so every input of the node has the output's ndim.
+    """
+
+    __props__ = ("scalar_op",)
+
+    def __init__(self, scalar_op):
+        self.scalar_op = scalar_op
+
+    def make_node(self, *inputs):
+        from ffigraph.tensor.basic import as_tensor_variable
+
+        sop = self.scalar_op
+        if len(inputs) != sop.nin:
+            raise TypeError("%s takes %d inputs, got %d" % (sop, sop.nin, len(inputs)))
+        inputs = _resolve_weak_scalars([as_tensor_variable(i) for i in inputs], _promoted_positions(sop))
+        out_dtype = sop.output_dtype([i.dtype for i in inputs])
+        ndim = max(i.ndim for i in inputs)
+        inputs = [_left_pad(i, ndim) for i in inputs]
+        shape = _broadcast_static_shapes(self, inputs)
+        return Apply(self, inputs, [TensorType(out_dtype, shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        out_dtype = node.outputs[0].type.numpy_dtype
+        try:
+            result = self.scalar_op.compute(inputs, out_dtype)
+        except ValueError as err:
+            shapes = [np.shape(x) for x in inputs]
+            if _broadcastable(shapes):
+                raise
+            names = ", ".join("%s%s" % (v, s) for v, s in zip(node.inputs, shapes))
+            raise ValueError("%s: input shapes cannot be broadcast together: %s" % (self, names)) from err
+        output_storage[0][0] = result
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from ffigraph.tensor.math import maximum
+
+        out = []
+        for axis, size in enumerate(node.outputs[0].type.shape):
+            if size is not None:
+                from ffigraph.tensor.basic import constant
+
+                out.append(constant(size, dtype="int64"))
+                continue
+            dims = [shp[axis] for shp, v in zip(input_shapes, node.inputs) if v.type.shape[axis] != 1]
+            dim = dims[0]
+            for d in dims[1:]:
+                dim = maximum(dim, d)
+            out.append(dim)
+        return [tuple(out)]
+
+    def __str__(self):
+        return "Elemwise{%s}" % self.scalar_op
+
+
+def _promoted_positions(sop):
+    # switch's condition does not take part in dtype promotion
+    return (1, 2) if sop.name == "switch" else tuple(range(sop.nin))
+
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _resolve_weak_scalars(inputs, positions):
+    """Give weak Python-scalar constants the dtype of the strong tensors beside them (NEP 50)."""
+    from ffigraph.tensor.basic import constant
+
+    weak = [p for p in positions if getattr(inputs[p], "weak", False)]
+    strong = [inputs[p].dtype for p in positions if p not in weak]
+    if not weak or not strong:
+        return inputs
+    target = np.result_type(*strong)
+    out = list(inputs)
+    for p in weak:
+        value = inputs[p].data
+        if _KIND_RANK[value.dtype.kind] > _KIND_RANK[target.kind]:
+            continue
+        with np.errstate(all="ignore"):
+            cast = value.astype(target)
+        # only when the value survives the cast (else keep numpy's default dtype)
+        if np.array_equal(cast, value, equal_nan=target.kind in "fc"):
+            out[p] = constant(cast)
+    return out
+
+
+def _left_pad(var, ndim):
+    if var.ndim == ndim:
+        return var
+    pattern = ["x"] * (ndim - var.ndim) + list(range(var.ndim))
+    return DimShuffle(var.ndim, pattern)(var)
+
+
+def _broadcast_static_shapes(op, inputs):
+    shape = []
+    for axis in range(inputs[0].ndim if inputs else 0):
+        sizes = {i.type.shape[axis] for i in inputs} - {1}
+        known = sizes - {None}
+        if len(known) > 1:
+            raise ValueError("%s: inputs %s have static shapes %s that cannot be broadcast (axis %d)"
+                             % (op, ", ".join(map(str, inputs)),
+                                ", ".join(str(i.type.shape) for i in inputs), axis))
+        if known:
+            shape.append(known.pop())
+        elif None in sizes:
+            shape.append(None)
+        else:
+            shape.append(1)
+    return tuple(shape)
+
+
+def _broadcastable(shapes):
+    try:
+        np.broadcast_shapes(*shapes)
+        return True
+    except ValueError:
+        return False

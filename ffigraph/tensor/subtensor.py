@@ -1,0 +1,198 @@
+"""Basic indexing: integers, slices (any step, negative included), ``None``/newaxis, ``...``.
+
+The result is a view of the input. Index values may be Python ints or
+symbolic integer scalars. Advanced (array or boolean) indexing is not
+implemented yet and says so.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.basic import Apply, Variable
+from ffigraph.graph.op import Op
+from ffigraph.tensor.basic import as_tensor_variable, cast, constant
+from ffigraph.tensor.elemwise import DimShuffle
+from ffigraph.tensor.type import TensorType
+
+SYMBOLIC = "?"  # marks an index part taken from the node's next input
+
+
+class Subtensor(Op):
+    """``x[idx_list]``; entries are ``("int", v)`` or ``("slice", start, stop, step)``.
+
+    Each of ``v``, ``start``, ``stop``, ``step`` is a Python int, None (absent)
+    or ``"?"``: a symbolic int64 scalar taken from the inputs after ``x``, in order.
+    """
+
+    __props__ = ("idx_list",)
+    view_map = {0: [0]}
+
+    def __init__(self, idx_list):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+
+    def make_node(self, x, *index_inputs):
+        x = as_tensor_variable(x)
+        if len(self.idx_list) > x.ndim:
+            raise IndexError("too many indices for %s: %d given, it has %d dimensions"
+                             % (x, len(self.idx_list), x.ndim))
+        index_inputs = [cast(as_tensor_variable(i), "int64") for i in index_inputs]
+        if len(index_inputs) != sum(_count_symbolic(e) for e in self.idx_list):
+            raise ValueError("%s: wrong number of symbolic index inputs (%d)" % (self, len(index_inputs)))
+        shape = []
+        for axis, entry in enumerate(self.idx_list):
+            if entry[0] == "slice":
+                shape.append(_static_slice_length(entry[1:], x.type.shape[axis]))
+        shape.extend(x.type.shape[len(self.idx_list):])
+        return Apply(self, [x] + index_inputs, [TensorType(x.dtype, shape)()])
+
+    def _numpy_index(self, values):
+        it = iter(values)
+
+        def part(p):
+            return int(next(it)) if p == SYMBOLIC else p
+
+        idx = []
+        for entry in self.idx_list:
+            if entry[0] == "int":
+                idx.append(part(entry[1]))
+            else:
+                idx.append(slice(*(part(p) for p in entry[1:])))
+        return tuple(idx)
+
+    def perform(self, node, inputs, output_storage):
+        x = inputs[0]
+        idx = self._numpy_index(inputs[1:])
+        for s in idx:
+            if isinstance(s, slice) and s.step == 0:
+                raise ValueError("%s: slice step cannot be zero" % self)
+        try:
+            # The trailing Ellipsis makes an all-integer index give a 0-d view, not a scalar copy.
+            output_storage[0][0] = x[idx + (Ellipsis,)]
+        except IndexError as err:
+            raise IndexError("%s: %s (input shape %s, index %s)" % (self, err, x.shape, idx)) from None
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        xshp = input_shapes[0]
+        it = iter(node.inputs[1:])
+        out = []
+        for axis, entry in enumerate(self.idx_list):
+            parts = [next(it) if p == SYMBOLIC else p for p in entry[1:]]
+            if entry[0] == "slice":
+                out.append(_symbolic_slice_length(parts, xshp[axis]))
+        out.extend(xshp[len(self.idx_list):])
+        return [tuple(out)]
+
+    def __str__(self):
+        def fmt(e):
+            if e[0] == "int":
+                return str(e[1])
+            return ":".join("" if p is None else str(p) for p in e[1:])
+
+        return "Subtensor{%s}" % ", ".join(fmt(e) for e in self.idx_list)
+
+
+def _count_symbolic(entry):
+    return sum(1 for p in entry[1:] if p == SYMBOLIC)
+
+
+def _static_slice_length(parts, size):
+    if size is None or any(p == SYMBOLIC for p in parts):
+        if parts == (None, None, None) or parts == (None, None, 1):
+            return size
+        return None
+    if parts[2] == 0:
+        raise ValueError("slice step cannot be zero")
+    return len(range(*slice(*parts).indices(size)))
+
+
+def _symbolic_slice_length(parts, n):
+    """len(range(*slice(start, stop, step).indices(n))) as a graph (numpy's clamping rules)."""
+    from ffigraph.tensor.basic import switch
+    from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum, neg, sub
+
+    start, stop, step = parts
+    step = 1 if step is None else step
+    zero, one = constant(0, dtype="int64"), constant(1, dtype="int64")
+
+    def norm(v, lo, hi):
+        v = switch(lt(v, 0), v + n, v)
+        return minimum(maximum(v, lo), hi)
+
+    def length(lo_default, hi_default, lo, hi, positive):
+        a = lo_default if start is None else norm(start, lo, hi)
+        b = hi_default if stop is None else norm(stop, lo, hi)
+        span = sub(b, a) if positive else sub(a, b)
+        stride = step if positive else neg(step)
+        return maximum(int_div(span + stride - 1, stride), zero)
+
+    pos = length(zero, n, zero, n, True)
+    negv = length(n - one, -one, -one, n - one, False)
+    if isinstance(step, int):
+        return pos if step > 0 else negv
+    return switch(gt(step, 0), pos, switch(ge(step, 0), zero, negv))
+
+
+def _index_part(p, what):
+    """A slice/int part: Python ints stay, symbolic integer scalars become "?"."""
+    if p is None:
+        return None, None
+    if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)):
+        return int(p), None
+    if isinstance(p, Variable):
+        if getattr(p.type, "ndim", None) != 0 or not str(getattr(p.type, "dtype", "")).startswith(("int", "uint")):
+            raise TypeError("%s must be an integer scalar, got %s of type %s" % (what, p, p.type))
+        return SYMBOLIC, p
+    if isinstance(p, (bool, np.bool_)):
+        raise TypeError("%s: boolean indices are not supported" % what)
+    raise TypeError("%s must be an int, a symbolic integer scalar or None, got %r" % (what, p))
+
+
+def getitem(x, index):
+    """``x[index]`` for basic indexing."""
+    x = as_tensor_variable(x)
+    index = index if isinstance(index, tuple) else (index,)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if sum(1 for i in index if i is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    expanded = []
+    for i in index:
+        if i is Ellipsis:
+            expanded.extend([slice(None)] * (x.ndim - n_real))
+        else:
+            expanded.append(i)
+    if n_real > x.ndim:
+        raise IndexError("too many indices for %s: %d given, it has %d dimensions" % (x, n_real, x.ndim))
+
+    idx_list, inputs, layout = [], [], []  # layout: per output axis, 'x' for newaxis or 'kept'
+    for i in expanded:
+        if i is None:
+            layout.append("x")
+        elif isinstance(i, slice):
+            parts = [_index_part(p, "slice bound") for p in (i.start, i.stop, i.step)]
+            if parts[2][0] == 0:
+                raise ValueError("slice step cannot be zero")
+            idx_list.append(("slice",) + tuple(p for p, _ in parts))
+            inputs.extend(v for _, v in parts if v is not None)
+            layout.append("kept")
+        elif isinstance(i, (list, np.ndarray)) or (isinstance(i, Variable) and getattr(i.type, "ndim", 0) > 0):
+            raise NotImplementedError("advanced indexing (with an array of indices or a boolean mask) "
+                                      "is not implemented yet; use basic indexing with ints and slices")
+        else:
+            p, v = _index_part(i, "index")
+            idx_list.append(("int", p))
+            if v is not None:
+                inputs.append(v)
+    layout.extend(["kept"] * (x.ndim - len(idx_list)))
+    out = x
+    if any(e != ("slice", None, None, None) for e in idx_list):
+        out = Subtensor(idx_list)(x, *inputs)
+    if "x" in layout:
+        pattern, k = [], 0
+        for entry in layout:
+            if entry == "x":
+                pattern.append("x")
+            else:
+                pattern.append(k)
+                k += 1
+        out = DimShuffle(out.ndim, pattern)(out)
+    return out

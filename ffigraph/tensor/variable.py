@@ -1,0 +1,255 @@
+"""Tensor variables and constants, with numpy-like Python operators and methods."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.basic import Constant, Variable
+
+
+class _TensorOperators:
+    """Operators and methods shared by symbolic tensors and tensor constants.
+
+    ``==`` stays identity (variables are dict keys everywhere); use
+    ``ffigraph.tensor.eq``/``neq`` for elementwise equality, as in Theano.
+    """
+
+    # arithmetic
+    def __add__(self, other):
+        return _m().add(self, other)
+
+    def __radd__(self, other):
+        return _m().add(other, self)
+
+    def __sub__(self, other):
+        return _m().sub(self, other)
+
+    def __rsub__(self, other):
+        return _m().sub(other, self)
+
+    def __mul__(self, other):
+        return _m().mul(self, other)
+
+    def __rmul__(self, other):
+        return _m().mul(other, self)
+
+    def __truediv__(self, other):
+        return _m().true_div(self, other)
+
+    def __rtruediv__(self, other):
+        return _m().true_div(other, self)
+
+    def __floordiv__(self, other):
+        return _m().int_div(self, other)
+
+    def __rfloordiv__(self, other):
+        return _m().int_div(other, self)
+
+    def __mod__(self, other):
+        return _m().mod(self, other)
+
+    def __rmod__(self, other):
+        return _m().mod(other, self)
+
+    def __pow__(self, other):
+        return _m().pow(self, other)
+
+    def __rpow__(self, other):
+        return _m().pow(other, self)
+
+    def __neg__(self):
+        return _m().neg(self)
+
+    def __abs__(self):
+        return _m().abs(self)
+
+    def __invert__(self):
+        return _m().invert(self)
+
+    # comparisons and logic
+    def __lt__(self, other):
+        return _m().lt(self, other)
+
+    def __le__(self, other):
+        return _m().le(self, other)
+
+    def __gt__(self, other):
+        return _m().gt(self, other)
+
+    def __ge__(self, other):
+        return _m().ge(self, other)
+
+    def __and__(self, other):
+        return _m().and_(self, other)
+
+    def __rand__(self, other):
+        return _m().and_(other, self)
+
+    def __or__(self, other):
+        return _m().or_(self, other)
+
+    def __ror__(self, other):
+        return _m().or_(other, self)
+
+    def __xor__(self, other):
+        return _m().xor(self, other)
+
+    def __rxor__(self, other):
+        return _m().xor(other, self)
+
+    __hash__ = Variable.__hash__
+
+    def __bool__(self):
+        raise TypeError("a symbolic tensor has no truth value; use ffigraph.tensor.switch or "
+                        "compile a function to get a value")
+
+    def __iter__(self):
+        raise TypeError("a symbolic tensor cannot be iterated; index it instead")
+
+    def __len__(self):
+        raise TypeError("a symbolic tensor has no len(); use x.shape[0]")
+
+    # attributes
+    @property
+    def ndim(self):
+        return self.type.ndim
+
+    @property
+    def dtype(self):
+        return self.type.dtype
+
+    @property
+    def broadcastable(self):
+        return self.type.broadcastable
+
+    @property
+    def shape(self):
+        return _shape().shape(self)
+
+    @property
+    def size(self):
+        return _m().prod(self.shape)
+
+    @property
+    def T(self):
+        return _b().transpose(self)
+
+    # methods
+    def __getitem__(self, index):
+        from ffigraph.tensor.subtensor import getitem
+
+        return getitem(self, index)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return _b().transpose(self, axes or None)
+
+    def dimshuffle(self, *pattern):
+        if len(pattern) == 1 and isinstance(pattern[0], (tuple, list)):
+            pattern = pattern[0]
+        return _b().dimshuffle(self, pattern)
+
+    def reshape(self, *shape, ndim=None):
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = shape[0]
+        return _shape().reshape(self, shape, ndim=ndim)
+
+    def flatten(self, ndim=1):
+        return _shape().flatten(self, ndim)
+
+    def astype(self, dtype):
+        return _b().cast(self, dtype)
+
+    def sum(self, axis=None, keepdims=False, dtype=None):
+        return _m().sum(self, axis=axis, keepdims=keepdims, dtype=dtype)
+
+    def prod(self, axis=None, keepdims=False, dtype=None):
+        return _m().prod(self, axis=axis, keepdims=keepdims, dtype=dtype)
+
+    def max(self, axis=None, keepdims=False):
+        return _m().max(self, axis=axis, keepdims=keepdims)
+
+    def min(self, axis=None, keepdims=False):
+        return _m().min(self, axis=axis, keepdims=keepdims)
+
+    def mean(self, axis=None, keepdims=False):
+        return _m().mean(self, axis=axis, keepdims=keepdims)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _m().argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _m().argmin(self, axis=axis, keepdims=keepdims)
+
+    def all(self, axis=None, keepdims=False):
+        return _m().all(self, axis=axis, keepdims=keepdims)
+
+    def any(self, axis=None, keepdims=False):
+        return _m().any(self, axis=axis, keepdims=keepdims)
+
+    def dot(self, other):
+        return _m().dot(self, other)
+
+    def __matmul__(self, other):
+        return _m().dot(self, other)
+
+    def __rmatmul__(self, other):
+        return _m().dot(other, self)
+
+    def clip(self, a_min, a_max):
+        return _m().clip(self, a_min, a_max)
+
+    def copy(self, name=None):
+        from ffigraph.compile.ops import deep_copy_op
+
+        out = deep_copy_op(self)
+        out.name = name
+        return out
+
+
+class TensorVariable(_TensorOperators, Variable):
+    """A symbolic n-d array."""
+
+
+class TensorConstant(_TensorOperators, Constant):
+    """A tensor whose value is known when the graph is built.
+
+    ``weak`` marks constants made from Python scalars: like numpy 2 (NEP 50),
+    they take the dtype of the tensors they are combined with when their kind
+    (bool < int < float < complex) allows.
+    """
+
+    def __init__(self, type, data, name=None, weak=False):
+        super().__init__(type, data, name)
+        self.weak = weak
+
+    def clone(self, name=None):
+        cp = TensorConstant(self.type, self.data, name if name is not None else self.name, self.weak)
+        cp.tag.__dict__.update(self.tag.__dict__)
+        return cp
+
+    def __str__(self):
+        if self.name is not None:
+            return self.name
+        if self.data.size <= 8:
+            text = np.array2string(self.data, separator=",")
+            return text if self.data.ndim else str(self.data[()])
+        return "TensorConstant{%s, shape=%s}" % (self.dtype, self.data.shape)
+
+
+def _m():
+    from ffigraph.tensor import math
+
+    return math
+
+
+def _b():
+    from ffigraph.tensor import basic
+
+    return basic
+
+
+def _shape():
+    from ffigraph.tensor import shapes
+
+    return shapes
