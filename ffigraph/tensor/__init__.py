@@ -3,10 +3,10 @@ from ffigraph.tensor.basic import *  # noqa: F401,F403
 from ffigraph.tensor.basic import __all__ as _basic_all
 from ffigraph.tensor.math import *  # noqa: F401,F403
 from ffigraph.tensor.math import __all__ as _math_all
-from ffigraph.tensor.shapes import Reshape, flatten, reshape, shape, shape_i
+from ffigraph.tensor.shapes import Reshape, flatten, inferred_shape, reshape, shape, shape_i
 from ffigraph.tensor.subtensor import Subtensor
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 
 __all__ = list(_basic_all) + list(_math_all) + [
-    "Reshape", "flatten", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
+    "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
 ]

@@ -111,3 +111,26 @@ def flatten(x, ndim=1):
     rest = [shape_i(x, i) for i in range(ndim - 1, x.ndim)]
     tail = prod(stack(rest)) if rest else constant(1, dtype="int64")
     return reshape(x, lead + [tail], ndim=ndim)
+
+
+def inferred_shape(var, _memo=None):
+    """The shape of ``var`` as a tuple of int64 scalars, built from each op's ``infer_shape``.
+
+    Leaves use their static sizes or ``Shape_i``; nothing of the graph that
+    computes ``var`` itself is needed, which is what lets rewrites drop it.
+    """
+    from ffigraph.graph.op import call_infer_shape
+
+    memo = {} if _memo is None else _memo
+    if var in memo:
+        return memo[var]
+    node = var.owner
+    if node is None:
+        result = tuple(shape_i(var, i) for i in range(var.ndim))
+    else:
+        in_shapes = [inferred_shape(i, memo) if hasattr(i.type, "ndim") else None for i in node.inputs]
+        for out, shp in zip(node.outputs, call_infer_shape(node.op, None, node, in_shapes)):
+            memo[out] = tuple(as_tensor_variable(s) if not hasattr(s, "type") else s for s in shp)
+        result = memo[var]
+    memo[var] = result
+    return result

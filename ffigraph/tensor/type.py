@@ -97,20 +97,19 @@ class TensorType(Type):
         floatX and any value may be cast when no value changes; False: only
         casts that cannot lose precision.
         """
-        if strict:
-            if not isinstance(data, np.ndarray):
-                raise TypeError("expected a numpy.ndarray of dtype %s, got %s" % (self.dtype, _describe(data)))
-            if data.dtype != self.numpy_dtype:
-                raise TypeError("expected dtype %s, got %s (strict=True allows no cast)" % (self.dtype, data.dtype))
-        elif not (isinstance(data, np.ndarray) and data.dtype == self.numpy_dtype):
-            data = self._cast(data, allow_downcast)
-        self._check_shape(data)
-        return data
+        if strict and not isinstance(data, np.ndarray):
+            raise TypeError("expected a numpy.ndarray of dtype %s, got %s" % (self.dtype, _describe(data)))
+        src = data if isinstance(data, np.ndarray) else _as_array(data)
+        if src.ndim != self.ndim:
+            raise TypeError("expected %d dimensions, got %d (shape %s)" % (self.ndim, src.ndim, src.shape))
+        if src.dtype != self.numpy_dtype:
+            if strict:
+                raise TypeError("expected dtype %s, got %s (strict=True allows no cast)" % (self.dtype, src.dtype))
+            src = self._cast(data, src, allow_downcast)
+        self._check_static_shape(src)
+        return src
 
-    def _cast(self, data, allow_downcast):
-        src = _as_array(data)
-        if src.dtype == self.numpy_dtype:
-            return src
+    def _cast(self, data, src, allow_downcast):
         if allow_downcast:
             return _checked_astype(src, self.numpy_dtype)
         if np.can_cast(src.dtype, self.numpy_dtype, casting="safe"):
@@ -127,9 +126,7 @@ class TensorType(Type):
         raise TypeError("cannot cast a value of dtype %s to %s without losing precision "
                         "(pass allow_downcast=True, or cast the value first)" % (src.dtype, self.dtype))
 
-    def _check_shape(self, data):
-        if data.ndim != self.ndim:
-            raise TypeError("expected %d dimensions, got %d (shape %s)" % (self.ndim, data.ndim, data.shape))
+    def _check_static_shape(self, data):
         for axis, (want, got) in enumerate(zip(self.shape, data.shape)):
             if want is not None and want != got:
                 raise ValueError("expected static shape %s, got shape %s (axis %d differs)"

@@ -1,0 +1,93 @@
+"""Test helpers: run a graph on several memory layouts and compare with a numpy oracle."""
+import numpy as np
+
+import ffigraph.tensor as T
+from ffigraph import function
+
+LAYOUTS = ("contiguous", "strided", "reversed")
+FLOAT_DTYPES = ("float64", "float32")
+INT_DTYPES = ("int64", "int32")
+ALL_DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+
+
+def relayout(arr, layout):
+    """Same values as ``arr`` in another memory layout: contiguous, strided (every other
+    element of a bigger buffer) or reversed (negative strides on every axis)."""
+    arr = np.asarray(arr)
+    if layout == "contiguous" or arr.ndim == 0:
+        return np.ascontiguousarray(arr).copy()
+    if layout == "strided":
+        buf = np.zeros(tuple(2 * s + 1 for s in arr.shape), dtype=arr.dtype)
+        view = buf[tuple(slice(1, None, 2) for _ in arr.shape)]
+        view[...] = arr
+        assert arr.size < 2 or not view.flags.c_contiguous
+        return view
+    if layout == "reversed":
+        rev = tuple(slice(None, None, -1) for _ in arr.shape)
+        out = np.ascontiguousarray(arr[rev])[rev]
+        assert all(s <= 0 for s in out.strides) or arr.size < 2
+        return out
+    raise ValueError(layout)
+
+
+def tolerance(dtype):
+    return {"float32": (2e-5, 1e-6), "float64": (1e-9, 1e-12)}.get(np.dtype(dtype).name, (0, 0))
+
+
+def assert_matches(got, expected, vtype, rtol=None, atol=None):
+    """``got`` has ``vtype``'s dtype and ndim, ``expected``'s shape, and equal values (NaN == NaN)."""
+    assert isinstance(got, np.ndarray), "expected an ndarray, got %r" % (got,)
+    assert got.dtype == np.dtype(vtype.dtype), "dtype %s != %s" % (got.dtype, vtype.dtype)
+    expected = np.asarray(expected)
+    assert got.shape == expected.shape, "shape %s != %s" % (got.shape, expected.shape)
+    for want, size in zip(vtype.shape, got.shape):
+        assert want is None or want == size, "static shape %s violated by %s" % (vtype.shape, got.shape)
+    r, a = tolerance(got.dtype)
+    rtol = r if rtol is None else rtol
+    atol = a if atol is None else atol
+    if got.dtype.kind in "fc":
+        np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected.astype(got.dtype))
+
+
+def symbolic_like(values, prefix="in"):
+    return [T.tensor(dtype=np.asarray(v).dtype, shape=(None,) * np.ndim(v), name="%s%d" % (prefix, i))
+            for i, v in enumerate(values)]
+
+
+def check(build, ref, values, mode, rtol=None, atol=None, layouts=LAYOUTS, check_shape=True):
+    """Compile ``build(*symbols)`` for inputs like ``values`` and compare with ``ref(*values)``
+    on every layout; also check that the op's ``infer_shape`` agrees with the result."""
+    values = [np.asarray(v) for v in values]
+    syms = symbolic_like(values)
+    out = build(*syms)
+    f = function(syms, out, mode=mode, on_unused_input="ignore")
+    with np.errstate(all="ignore"):
+        expected = ref(*values)
+    for layout in layouts:
+        got = f(*[relayout(v, layout) for v in values])
+        assert_matches(got, expected, out.type, rtol, atol)
+    if check_shape:
+        shape_f = function(syms, list(T.inferred_shape(out)) or [T.constant(0)], mode=mode,
+                           on_unused_input="ignore")
+        inferred = shape_f(*values)
+        if out.ndim:
+            assert tuple(int(s) for s in inferred) == np.shape(expected), \
+                "infer_shape says %s, result has %s" % (inferred, np.shape(expected))
+    return f
+
+
+def sample(dtype, shape, rng=None, low=-3, high=3, special=False):
+    """Random values of ``dtype``; with ``special``, float arrays get NaN, +inf and -inf too."""
+    rng = np.random.default_rng(0) if rng is None else rng
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) > 0.5
+    if dtype.kind in "iu":
+        return rng.integers(low, high + 1, size=shape).astype(dtype)
+    arr = rng.uniform(low, high, size=shape).astype(dtype)
+    if special and arr.size >= 3:
+        flat = arr.reshape(-1)
+        flat[:3] = [np.nan, np.inf, -np.inf]
+    return arr
