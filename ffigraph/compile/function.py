@@ -246,15 +246,15 @@ class Function:
     # ---- calling
 
     def __call__(self, *args, **kwargs):
-        if self.trust_input and not kwargs:
-            cells = self._input_cells
-            if len(args) != len(cells):
-                raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(cells), len(args)))
-            for cell, value in zip(cells, args):
-                cell[0] = value
-        else:
-            self._fill_inputs(args, kwargs)
         try:
+            if self.trust_input and not kwargs:
+                cells = self._input_cells
+                if len(args) != len(cells):
+                    raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(cells), len(args)))
+                for cell, value in zip(cells, args):
+                    cell[0] = value
+            else:
+                self._fill_inputs(args, kwargs)
             self._thunk()
         finally:
             for cell in self._input_cells:

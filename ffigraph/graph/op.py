@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import inspect
 
-from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.utils import PropsIdentity
 
 
@@ -79,10 +78,3 @@ def call_infer_shape(op, fgraph, node, input_shapes):
         return fn(node, input_shapes)
     return fn(fgraph, node, input_shapes)
 
-
-def apply_op(op, inputs, outputs_types):
-    """Helper for simple ops: an Apply of ``op`` with fresh outputs of the given types."""
-    for i in inputs:
-        if not isinstance(i, Variable):
-            raise TypeError("%s: input %r is not a Variable" % (op, i))
-    return Apply(op, inputs, [t() for t in outputs_types])
