@@ -13,11 +13,17 @@ predefined_linkers = {"py": PerformLinker}
 predefined_modes = {}
 
 
+def _register(registry, what, name, factory):
+    if name in registry:
+        raise ValueError("a %s named %r is already registered" % (what, name))
+    if not callable(factory):
+        raise TypeError("register a class or zero-argument callable for %s %r" % (what, name))
+    registry[name] = factory
+
+
 def register_linker(name, linker_factory):
     """Make ``Mode(linker=name)`` use ``linker_factory()`` (a Linker class or zero-arg callable)."""
-    if name in predefined_linkers:
-        raise ValueError("a linker named %r is already registered" % name)
-    predefined_linkers[name] = linker_factory
+    _register(predefined_linkers, "linker", name, linker_factory)
 
 
 def _make_linker(linker):
@@ -110,9 +116,7 @@ def get_mode(mode):
 
 def register_mode(name, mode_factory):
     """Make ``function(..., mode=name)`` use ``mode_factory()``."""
-    if name in predefined_modes:
-        raise ValueError("a mode named %r is already registered" % name)
-    predefined_modes[name] = mode_factory
+    _register(predefined_modes, "mode", name, mode_factory)
 
 
 # Linkers default to config.linker at the time the mode is made, so FFIGRAPH_FLAGS=linker=... applies.
