@@ -15,7 +15,7 @@ def relayout(arr, layout):
     element of a bigger buffer) or reversed (negative strides on every axis)."""
     arr = np.asarray(arr)
     if layout == "contiguous" or arr.ndim == 0:
-        return np.ascontiguousarray(arr).copy()
+        return np.array(arr, copy=True)  # (ascontiguousarray would make a 0-d array 1-d)
     if layout == "strided":
         buf = np.zeros(tuple(2 * s + 1 for s in arr.shape), dtype=arr.dtype)
         view = buf[tuple(slice(1, None, 2) for _ in arr.shape)]

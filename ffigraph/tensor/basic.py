@@ -203,10 +203,23 @@ class Alloc(Op):
 alloc_op = Alloc()
 
 
+def _shape_entries(shape, what):
+    """Sizes from a list/tuple of scalars, one scalar, or a symbolic int vector of known length."""
+    if isinstance(shape, (list, tuple)):
+        return list(shape)
+    if isinstance(shape, Variable) and getattr(shape.type, "ndim", None) == 1:
+        n = shape.type.shape[0]
+        if n is None:
+            raise TypeError("%s: the shape vector %s has no static length; pass the sizes one by one"
+                            % (what, shape))
+        return [shape[i] for i in range(n)]
+    return [shape]
+
+
 def alloc(value, *shape):
     """An array of ``shape`` filled with ``value`` (broadcasting like numpy)."""
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
-        shape = tuple(shape[0])
+    if len(shape) == 1:
+        shape = _shape_entries(shape[0], "alloc")
     return alloc_op(value, *shape)
 
 
@@ -225,13 +238,13 @@ def ones_like(x, dtype=None):
 
 
 def zeros(shape, dtype=None):
-    shape = shape if isinstance(shape, (list, tuple)) else [shape]
-    return alloc(constant(np.zeros((), dtype=normalize_dtype(dtype))), *shape)
+    """An array of zeros; ``shape`` is an int, a list of sizes, or a symbolic int vector."""
+    return alloc_op(constant(np.zeros((), dtype=normalize_dtype(dtype))), *_shape_entries(shape, "zeros"))
 
 
 def ones(shape, dtype=None):
-    shape = shape if isinstance(shape, (list, tuple)) else [shape]
-    return alloc(constant(np.ones((), dtype=normalize_dtype(dtype))), *shape)
+    """An array of ones; ``shape`` is an int, a list of sizes, or a symbolic int vector."""
+    return alloc_op(constant(np.ones((), dtype=normalize_dtype(dtype))), *_shape_entries(shape, "ones"))
 
 
 def _as_int_scalar(s, what):

@@ -105,7 +105,8 @@ class Elemwise(Op):
         output_storage[0][0] = result
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from ffigraph.tensor.math import maximum
+        from ffigraph.tensor.basic import switch
+        from ffigraph.tensor.math import eq
 
         out = []
         for axis, size in enumerate(node.outputs[0].type.shape):
@@ -117,7 +118,7 @@ class Elemwise(Op):
             dims = [shp[axis] for shp, v in zip(input_shapes, node.inputs) if v.type.shape[axis] != 1]
             dim = dims[0]
             for d in dims[1:]:
-                dim = maximum(dim, d)
+                dim = switch(eq(dim, 1), d, dim)  # a runtime length 1 stretches (even to 0)
             out.append(dim)
         return [tuple(out)]
 
@@ -149,8 +150,9 @@ def _resolve_weak_scalars(inputs, positions):
             continue
         with np.errstate(all="ignore"):
             cast = value.astype(target)
-        # only when the value survives the cast (else keep numpy's default dtype)
-        if np.array_equal(cast, value, equal_nan=target.kind in "fc"):
+        # A float takes the tensor's precision (numpy 2 does the same); an integer only
+        # when it fits, otherwise it keeps its default dtype rather than wrap around.
+        if target.kind in "fc" or cast == value:
             out[p] = constant(cast)
     return out
 

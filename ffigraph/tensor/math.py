@@ -153,7 +153,8 @@ class ArgReduce(Op):
                              % (self, self.kind, x.shape, self.axis))
         kept = [a for a in range(x.ndim) if a not in self.axis]
         moved = x.transpose(kept + list(self.axis))
-        flat = moved.reshape(moved.shape[:len(kept)] + (-1,))
+        reduced = int(np.prod([x.shape[a] for a in self.axis], dtype=np.int64))
+        flat = moved.reshape(moved.shape[:len(kept)] + (reduced,))
         fn = np.argmax if self.kind == "argmax" else np.argmin
         output_storage[0][0] = np.asarray(fn(flat, axis=-1), dtype=np.int64)
 

@@ -40,6 +40,11 @@ class Subtensor(Op):
             raise ValueError("%s: wrong number of symbolic index inputs (%d)" % (self, len(index_inputs)))
         shape = []
         for axis, entry in enumerate(self.idx_list):
+            size = x.type.shape[axis]
+            if entry[0] == "int" and isinstance(entry[1], int) and size is not None \
+                    and not -size <= entry[1] < size:
+                raise IndexError("index %d is out of bounds for axis %d of %s (static length %d)"
+                                 % (entry[1], axis, x, size))
             if entry[0] == "slice":
                 shape.append(_static_slice_length(entry[1:], x.type.shape[axis]))
         shape.extend(x.type.shape[len(self.idx_list):])
