@@ -7,25 +7,7 @@ import pytest
 
 import ffigraph.tensor as T
 from ffigraph import function
-from helpers import ALL_DTYPES, LAYOUTS, assert_matches, check, relayout, sample, symbolic_like
-
-
-def check_with_scalars(build, ref, values, mode):
-    """Like helpers.check, for graphs with 0-d inputs too (symbolic indices): helpers.relayout
-    turns a 0-d array into a 1-d one (np.ascontiguousarray), so 0-d values go in as 0-d copies."""
-    values = [np.asarray(v) for v in values]
-    syms = symbolic_like(values)
-    out = build(*syms)
-    f = function(syms, out, mode=mode, on_unused_input="ignore")
-    expected = ref(*values)
-    for layout in LAYOUTS:
-        got = f(*[relayout(v, layout) if v.ndim else np.array(v) for v in values])
-        assert_matches(got, expected, out.type)
-    shape_f = function(syms, list(T.inferred_shape(out)) or [T.constant(0)], mode=mode,
-                       on_unused_input="ignore")
-    if out.ndim:
-        assert tuple(int(s) for s in shape_f(*values)) == np.shape(expected)
-    return f
+from helpers import ALL_DTYPES, LAYOUTS, assert_matches, check, relayout, sample
 
 
 def run_layouts(f, value):
@@ -408,7 +390,7 @@ def test_symbolic_indices_via_check(dtype, mode):
     ]
     for build, ref, values in cases:
         for val in values:
-            check_with_scalars(build, ref, [x, np.asarray(val, dtype=dtype)], mode)
+            check(build, ref, [x, np.asarray(val, dtype=dtype)], mode)
 
 
 def test_symbolic_slice_sweep(mode):

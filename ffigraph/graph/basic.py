@@ -5,7 +5,6 @@ Variable has at most one ``owner`` Apply (None for inputs and constants).
 """
 from __future__ import annotations
 
-from collections import deque
 from itertools import count
 
 

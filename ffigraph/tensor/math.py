@@ -8,7 +8,7 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import SCALAR_OPS, upcast, upgrade_to_float
-from ffigraph.tensor.basic import as_tensor_variable, constant, normalize_axis
+from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
 
@@ -279,7 +279,7 @@ def dot(x, y):
     """Matrix product for 1-d/2-d tensors; a scalar operand multiplies elementwise."""
     x, y = as_tensor_variable(x), as_tensor_variable(y)
     if x.ndim == 0 or y.ndim == 0:
-        return mul(x, y)  # noqa: F821 (defined from the table above)
+        return ELEMWISE["mul"](x, y)
     return _dot(x, y)
 
 
