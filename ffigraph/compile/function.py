@@ -42,6 +42,7 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
     mode = get_mode(mode)
     mode.optimize(fgraph)
     _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))
+    fgraph.update_slots = list(range(len(outs), len(outs) + len(upd)))
     linker = mode.new_linker().accept(fgraph)
     input_cells = [[None] for _ in ins] + [s.container.storage for s in shared_vars]
     thunk, in_cells, out_cells = linker.make_thunk(input_storage=input_cells)
@@ -197,13 +198,21 @@ def _alias_roots(var):
 
 
 def _insert_deepcopy(fgraph, borrow_flags):
-    """Copy each output that could alias a graph input, a constant or an earlier output."""
+    """Copy each output that could share memory with something it must not.
+
+    Always copied: a view of a constant or of an intermediate value (a C
+    linker frees intermediates when the call ends), and an output sharing
+    memory with an earlier output. Copied unless borrowed: an output that is,
+    or views, a graph input.
+    """
     leaves = set(fgraph.inputs)
     claimed = set()
     for pos, (var, borrow) in enumerate(zip(list(fgraph.outputs), borrow_flags)):
         roots = _alias_roots(var)
-        aliases_leaf = any(r in leaves or isinstance(r, Constant) for r in roots)
-        if not borrow and (aliases_leaf or roots & claimed):
+        views_internal = any(r is not var and r not in leaves for r in roots)
+        const = any(isinstance(r, Constant) for r in roots)
+        must_copy = views_internal or const or bool(roots & claimed)
+        if must_copy or (not borrow and roots & leaves):
             fgraph.change_node_input("output", pos, deep_copy_op(var), reason="insert_deepcopy")
         else:
             claimed |= roots

@@ -8,8 +8,9 @@ from __future__ import annotations
 from ffigraph.config import config
 from ffigraph.graph.rewriting import optdb
 from ffigraph.linkers.basic import Linker, PerformLinker
+from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
 
-predefined_linkers = {"py": PerformLinker}
+predefined_linkers = {"py": PerformLinker, "c": CLinker, "c|py": OpWiseCLinker, "cvm": CVMLinker}
 predefined_modes = {}
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.op import Op
+from ffigraph.linkers.c.interface import MethodNotDefined
 
 
 def _register(registry, type_cls, code, version, **extra):
@@ -28,7 +29,41 @@ def _lookup(registry, type_obj):
     return None
 
 
-class DeepCopyOp(Op):
+class _RegistryCOp:
+    """C code taken from the registry entry of the input's Type class.
+
+    The code is formatted with ``sub`` plus iname, oname and whatever the type's
+    ``c_registry_values()`` adds (a tensor type gives ndim, itemsize and ctype).
+    """
+
+    def _registry_entry(self, node):
+        entry = _lookup(type(self).c_code_and_version, node.inputs[0].type)
+        if entry is None:
+            raise MethodNotDefined("%s has no C code registered for %s" % (self, type(node.inputs[0].type).__name__))
+        return entry
+
+    def _format_values(self, node, inputs, outputs, sub):
+        values = dict(sub, iname=inputs[0], oname=outputs[0], i=getattr(self, "i", None))
+        extra = getattr(node.inputs[0].type, "c_registry_values", None)
+        if extra is not None:
+            values.update(extra())
+        return values
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        entry = self._registry_entry(node)
+        values = self._format_values(node, inputs, outputs, sub)
+        check = entry.get("check_input", "")
+        return ((check % values) + "\n" if check else "") + entry["code"] % values
+
+    def c_code_cache_version_apply(self, node):
+        entry = _lookup(type(self).c_code_and_version, node.inputs[0].type)
+        return entry["version"] if entry else ()
+
+    def c_code_cache_version(self):
+        return ()
+
+
+class DeepCopyOp(_RegistryCOp, Op):
     """A copy that shares no memory with its input (``type.copy_value``)."""
 
     __props__ = ()
@@ -49,7 +84,7 @@ class DeepCopyOp(Op):
         return _lookup(self.c_code_and_version, type_obj)
 
 
-class ViewOp(Op):
+class ViewOp(_RegistryCOp, Op):
     """Identity whose output is the input itself (a view, declared in view_map)."""
 
     __props__ = ()
@@ -71,7 +106,7 @@ class ViewOp(Op):
         return _lookup(self.c_code_and_version, type_obj)
 
 
-class Shape(Op):
+class Shape(_RegistryCOp, Op):
     """The shape of any value with a ``shape`` attribute, as an int64 vector."""
 
     __props__ = ()
@@ -98,7 +133,7 @@ class Shape(Op):
         return _lookup(self.c_code_and_version, type_obj)
 
 
-class Shape_i(Op):
+class Shape_i(_RegistryCOp, Op):
     """Length of axis ``i`` of a value, as an int64 scalar."""
 
     __props__ = ("i",)

@@ -103,6 +103,31 @@ def annotate_node_error(err, node, position, fgraph):
     return err
 
 
+def sequence_thunks(fgraph, order, node_thunks, storage_map):
+    """One thunk running ``node_thunks`` in order, naming the node when one fails.
+
+    The cells that nodes write are cleared first, so no result of an earlier
+    call is ever reused or returned twice.
+    """
+    produced = [storage_map[v] for node in order for v in node.outputs]
+    runs = list(zip(node_thunks, order))
+
+    def thunk():
+        for cell in produced:
+            cell[0] = None
+        for position, (fn, node) in enumerate(runs):
+            try:
+                fn()
+            except Exception as err:
+                raise annotate_node_error(err, node, position, fgraph)
+            for cell, var in zip(getattr(fn, "outputs", ()), node.outputs):
+                if cell[0] is None:
+                    raise ValueError("%s produced no value for output %s" % (node.op, var))
+
+    thunk.nodes = order
+    return thunk
+
+
 class PerformLinker(Linker):
     """Run each node's Python implementation (``perform`` or the op's own ``make_thunk``).
 
@@ -117,23 +142,7 @@ class PerformLinker(Linker):
         storage_map = make_storage_map(fgraph, input_storage)
         compute_map = {v: [False] for v in storage_map}
         thunks = [node.op.make_thunk(node, storage_map, compute_map, self.no_recycling) for node in order]
-        # cells written by nodes: cleared before each run so no result is ever reused
-        produced = [storage_map[v] for node in order for v in node.outputs]
-        runs = list(zip(thunks, order))
-
-        def thunk():
-            for cell in produced:
-                cell[0] = None
-            for position, (fn, node) in enumerate(runs):
-                try:
-                    fn()
-                except Exception as err:
-                    raise annotate_node_error(err, node, position, fgraph)
-                for cell, var in zip(fn.outputs if hasattr(fn, "outputs") else (), node.outputs):
-                    if cell[0] is None:
-                        raise ValueError("%s produced no value for output %s" % (node.op, var))
-
-        thunk.nodes = order
+        thunk = sequence_thunks(fgraph, order, thunks, storage_map)
         input_cells = [storage_map[v] for v in fgraph.inputs]
         output_cells = [storage_map[v] for v in fgraph.outputs]
         return thunk, input_cells, output_cells

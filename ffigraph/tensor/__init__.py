@@ -6,6 +6,7 @@ from ffigraph.tensor.math import __all__ as _math_all
 from ffigraph.tensor.shapes import Reshape, flatten, inferred_shape, reshape, shape, shape_i
 from ffigraph.tensor.subtensor import Subtensor
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
+from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
 
 __all__ = list(_basic_all) + list(_math_all) + [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",

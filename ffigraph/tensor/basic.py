@@ -5,6 +5,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
+from ffigraph.linkers.c.interface import DelegatedCOp
 from ffigraph.scalar.basic import SCALAR_OPS, Cast, upcast
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
@@ -171,9 +172,10 @@ def expand_dims(x, axis):
 # ------------------------------------------------------------------ alloc
 
 
-class Alloc(Op):
+class Alloc(DelegatedCOp, Op):
     """A new array of the given shape filled with (broadcast) ``value``."""
 
+    c_impl = "ffigraph.tensor.build_c"
     __props__ = ()
 
     def make_node(self, value, *shape):
@@ -263,9 +265,10 @@ def _static_int(v):
 # ------------------------------------------------------------------ joining
 
 
-class Join(Op):
+class Join(DelegatedCOp, Op):
     """Concatenate tensors of the same ndim along ``axis`` (a fixed, non-negative int)."""
 
+    c_impl = "ffigraph.tensor.build_c"
     __props__ = ("axis",)
 
     def __init__(self, axis):

@@ -66,6 +66,26 @@ class DimShuffle(Op):
     def __str__(self):
         return "DimShuffle{%s}" % ",".join(str(a) for a in self.new_order)
 
+    def c_code(self, node, name, inputs, outputs, sub):
+        (x,), (z,) = inputs, outputs
+        lines = ["/* a view: permute, insert and drop axes */"]
+        for a in self.drop:
+            lines.append('if (%s.shape[%d] != 1) { ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: cannot drop axis %d '
+                         'of length %%lld (not 1)", (long long)%s.shape[%d]); %s }'
+                         % (x, a, sub["err"], self, a, x, a, sub["fail"]))
+        lines.append("%s.data = %s.data;" % (z, x))
+        lines.append("%s.owned = NULL;" % z)
+        for j, a in enumerate(self.new_order):
+            if a == "x":
+                lines.append("%s.shape[%d] = 1; %s.strides[%d] = 0;" % (z, j, z, j))
+            else:
+                lines.append("%s.shape[%d] = %s.shape[%d]; %s.strides[%d] = %s.strides[%d];"
+                             % (z, j, x, a, z, j, x, a))
+        return "\n".join(lines)
+
+    def c_code_cache_version(self):
+        return (1,)
+
 
 class Elemwise(Op):
     """Apply ``scalar_op`` elementwise with numpy broadcasting.
@@ -124,6 +144,24 @@ class Elemwise(Op):
 
     def __str__(self):
         return "Elemwise{%s}" % self.scalar_op
+
+    # ---- C (the loop generator and the scalar C table)
+
+    def c_code(self, node, name, inputs, outputs, sub):
+        from ffigraph.tensor.elemwise_c import elemwise_c_code
+
+        return elemwise_c_code(self, node, inputs, outputs, sub)
+
+    def c_support_code_apply(self, node, name):
+        from ffigraph.tensor.elemwise_c import elemwise_support_code
+
+        return elemwise_support_code(node)
+
+    def c_headers(self, **kwargs):
+        return ["<math.h>"]
+
+    def c_code_cache_version(self):
+        return (1,)
 
 
 def _promoted_positions(sop):

@@ -7,6 +7,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
+from ffigraph.linkers.c.interface import DelegatedCOp
 from ffigraph.scalar.basic import SCALAR_OPS, upcast, upgrade_to_float
 from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
@@ -80,13 +81,14 @@ _NUMPY_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
                  "all": np.all, "any": np.any, "mean": None}
 
 
-class Reduce(Op):
+class Reduce(DelegatedCOp, Op):
     """Reduce over ``axis`` (a sorted tuple of axes) with ``kind``: sum, prod, max, min, all, any, mean.
 
     ``dtype`` fixes the output (and accumulation) dtype of sum/prod/mean;
     None uses numpy's defaults (ints accumulate in int64).
     """
 
+    c_impl = "ffigraph.tensor.reduce_c"
     __props__ = ("kind", "axis", "dtype")
 
     def __init__(self, kind, axis, dtype=None):
@@ -130,9 +132,10 @@ class Reduce(Op):
         return "%s{axis=%s}" % (self.kind.capitalize(), ",".join(map(str, self.axis)))
 
 
-class ArgReduce(Op):
+class ArgReduce(DelegatedCOp, Op):
     """Index (int64) of the max/min over ``axis``, counted in C order over those axes."""
 
+    c_impl = "ffigraph.tensor.reduce_c"
     __props__ = ("kind", "axis")
 
     def __init__(self, kind, axis):
@@ -243,9 +246,10 @@ argmin = _arg_reduction("argmin")
 # ------------------------------------------------------------------ dot
 
 
-class Dot(Op):
+class Dot(DelegatedCOp, Op):
     """Inner product of 1-d and 2-d tensors (vector·vector, matrix·vector, vector·matrix, matrix·matrix)."""
 
+    c_impl = "ffigraph.tensor.dot_c"
     __props__ = ()
 
     def make_node(self, x, y):

@@ -7,6 +7,7 @@ from ffigraph.compile.ops import Shape_i
 from ffigraph.compile.ops import shape as _shape_op
 from ffigraph.graph.basic import Apply, Constant
 from ffigraph.graph.op import Op
+from ffigraph.linkers.c.interface import DelegatedCOp
 from ffigraph.tensor.basic import as_tensor_variable, cast, constant, stack
 from ffigraph.tensor.type import TensorType
 
@@ -25,9 +26,10 @@ def shape_i(x, i):
     return Shape_i(i)(x)
 
 
-class Reshape(Op):
+class Reshape(DelegatedCOp, Op):
     """A view (or copy) of ``x`` with the shape given by an int64 vector; one entry may be -1."""
 
+    c_impl = "ffigraph.tensor.shape_c"
     __props__ = ("ndim",)
     view_map = {0: [0]}
 

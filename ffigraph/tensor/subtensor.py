@@ -10,6 +10,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.op import Op
+from ffigraph.linkers.c.interface import DelegatedCOp
 from ffigraph.tensor.basic import as_tensor_variable, cast, constant
 from ffigraph.tensor.elemwise import DimShuffle
 from ffigraph.tensor.type import TensorType
@@ -17,13 +18,14 @@ from ffigraph.tensor.type import TensorType
 SYMBOLIC = "?"  # marks an index part taken from the node's next input
 
 
-class Subtensor(Op):
+class Subtensor(DelegatedCOp, Op):
     """``x[idx_list]``; entries are ``("int", v)`` or ``("slice", start, stop, step)``.
 
     Each of ``v``, ``start``, ``stop``, ``step`` is a Python int, None (absent)
     or ``"?"``: a symbolic int64 scalar taken from the inputs after ``x``, in order.
     """
 
+    c_impl = "ffigraph.tensor.subtensor_c"
     __props__ = ("idx_list",)
     view_map = {0: [0]}
 

@@ -5,6 +5,7 @@ import numpy as np
 
 from ffigraph.config import config
 from ffigraph.graph.type import Type
+from ffigraph.tensor.ctype import TensorCType
 
 # dtype name -> Theano's one-letter constructor prefix
 DTYPE_PREFIX = {
@@ -45,7 +46,7 @@ def normalize_shape(shape):
     return tuple(out)
 
 
-class TensorType(Type):
+class TensorType(TensorCType, Type):
     """Values are numpy arrays of ``dtype`` with ``len(shape)`` dimensions.
 
     ``shape[i]`` is the static size of axis i, or None when it is only known

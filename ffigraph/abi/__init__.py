@@ -1,0 +1,104 @@
+"""The ABI shared by every compiled graph: the C header, cffi's view of it, dtype codes.
+
+``HEADER_PATH`` is the single source of truth; ``ffi`` is built from the part
+of it between the cdef markers, so Python and C cannot disagree on a struct.
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import cffi
+import numpy as np
+
+HEADER_NAME = "ffigraph_abi.h"
+HEADER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), HEADER_NAME)
+
+_CDEF_RE = re.compile(r"/\* ffigraph-cdef-begin \*/(.*?)/\* ffigraph-cdef-end \*/", re.S)
+
+
+def header_text() -> str:
+    with open(HEADER_PATH) as fh:
+        return fh.read()
+
+
+def cdef_text() -> str:
+    """The declarations cffi needs, cut from the header (comments removed)."""
+    match = _CDEF_RE.search(header_text())
+    if match is None:
+        raise RuntimeError("%s has no cdef markers" % HEADER_PATH)
+    body = re.sub(r"/\*.*?\*/", "", match.group(1), flags=re.S)
+    return body
+
+
+ffi = cffi.FFI()
+ffi.cdef(cdef_text())
+ffi.cdef("void free(void *ptr);")
+_libc = ffi.dlopen(None)
+c_free = _libc.free
+
+
+def _const(name):
+    # In ABI mode the header's #define constants are attributes of any lib of this ffi.
+    return getattr(_libc, name)
+
+_cdef_lock = threading.Lock()
+
+ABI_VERSION = _const("FFG_ABI_VERSION")
+MAX_NDIM = _const("FFG_MAX_NDIM")
+DEVICE_CPU = _const("FFG_DEVICE_CPU")
+DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
+
+ENTRY_POINTS = ("version", "describe", "create", "run", "destroy")
+
+
+def declare_entry_points(prefix: str) -> None:
+    """Tell cffi about one library's five functions (typed by the header's ffg_*_fn)."""
+    with _cdef_lock:
+        ffi.cdef("".join("ffg_%s_fn %s_%s;\n" % (name, prefix, name) for name in ENTRY_POINTS))
+
+
+def expected_layout():
+    """The struct sizes and offsets cffi sees, in the order of FFG_LAYOUT_ENTRIES."""
+    return [
+        ffi.sizeof("FfgTensor"), ffi.offsetof("FfgTensor", "data"), ffi.offsetof("FfgTensor", "device"),
+        ffi.offsetof("FfgTensor", "ndim"), ffi.offsetof("FfgTensor", "dtype"),
+        ffi.offsetof("FfgTensor", "shape"), ffi.offsetof("FfgTensor", "strides"),
+        ffi.offsetof("FfgTensor", "byte_offset"), ffi.sizeof("FfgOutput"), ffi.offsetof("FfgOutput", "base"),
+        ffi.offsetof("FfgOutput", "alias_of"), ffi.sizeof("FfgError"), ffi.offsetof("FfgError", "message"),
+        ffi.sizeof("FfgAllocator"), ffi.sizeof("FfgSlot"), ffi.sizeof("FfgDescription"),
+    ]
+
+
+# ------------------------------------------------------------------ dtypes
+
+_KIND_CODE = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+_CODE_KIND = {v: k for k, v in _KIND_CODE.items()}
+
+
+def dtype_code(dtype):
+    """(code, bits) of a numpy dtype, as DLPack spells it."""
+    dtype = np.dtype(dtype)
+    return _KIND_CODE[dtype.kind], dtype.itemsize * 8
+
+
+def dtype_from_code(code, bits):
+    kind = _CODE_KIND.get(code)
+    if kind is None:
+        raise TypeError("unknown dtype code %d" % code)
+    if kind == "b":
+        return np.dtype(bool)
+    return np.dtype("%s%d" % (kind, bits // 8))
+
+
+def error_codes():
+    """{code: (name, Python exception class)} for the FFG_ERR_* codes."""
+    return {
+        _const("FFG_ERR_TYPE"): ("type", TypeError),
+        _const("FFG_ERR_VALUE"): ("value", ValueError),
+        _const("FFG_ERR_INDEX"): ("index", IndexError),
+        _const("FFG_ERR_NOMEM"): ("memory", MemoryError),
+        _const("FFG_ERR_ABI"): ("abi", RuntimeError),
+        _const("FFG_ERR_RUNTIME"): ("runtime", RuntimeError),
+    }

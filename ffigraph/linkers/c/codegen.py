@@ -1,0 +1,379 @@
+"""Generate one C translation unit for a FunctionGraph over the ffigraph ABI.
+
+The run function nests scopes as Theano's CLinker does: each variable opens
+a scope (declare, then extract or init), then each node opens one inside the
+last; on the way out every node's cleanup runs, then each variable is synced
+(outputs, on success only) and cleaned up. A failure jumps to the label of
+the innermost scope that is open, so every cleanup that is due runs.
+"""
+from __future__ import annotations
+
+import hashlib
+import textwrap
+
+from ffigraph.abi import HEADER_NAME, dtype_code
+from ffigraph.graph.basic import Constant
+from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.linkers.c.runtime import RUNTIME_C
+
+PREFIX_TOKEN = "FFG_PREFIX"
+
+
+class GraphSource:
+    """A generated library: its source, symbol prefix and build requirements."""
+
+    def __init__(self, source, prefix, requirements, cacheable, input_vars, output_vars, nodes):
+        self.source = source
+        self.prefix = prefix
+        self.requirements = requirements  # dict: headers, header_dirs, libraries, lib_dirs, compile_args, ...
+        self.cacheable = cacheable
+        self.input_vars = input_vars
+        self.output_vars = output_vars
+        self.nodes = nodes
+
+
+def _optional(obj, method, *args, **kwargs):
+    fn = getattr(obj, method, None)
+    if fn is None:
+        return None
+    try:
+        return fn(*args, **kwargs)
+    except MethodNotDefined:
+        return None
+
+
+def node_has_c_code(node):
+    """True when the node's op and all its variables' types implement the C contracts."""
+    for v in node.inputs + node.outputs:
+        if not hasattr(v.type, "c_declare") or _optional(v.type, "c_abi_dtype") is None:
+            return False
+    if not hasattr(node.op, "c_code"):
+        return False
+    names = ["probe_in%d" % i for i in range(len(node.inputs))]
+    outs = ["probe_out%d" % i for i in range(len(node.outputs))]
+    sub = dict(fail="goto probe;", err="err", allocator="allocator", struct="state", node_index=0)
+    try:
+        node.op.c_code(node, "probe", names, outs, sub)
+    except (MethodNotDefined, NotImplementedError):
+        return False
+    return True
+
+
+def _indent(code, level=1):
+    return textwrap.indent(textwrap.dedent(code).strip("\n"), "    " * level) if code and code.strip() else ""
+
+
+def _c_string(text):
+    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+
+
+def _comment(text):
+    return "/* %s */" % str(text).replace("*/", "* /")
+
+
+class _Names:
+    def __init__(self):
+        self.names = {}
+
+    def __call__(self, var):
+        if var not in self.names:
+            self.names[var] = "V%d" % len(self.names)
+        return self.names[var]
+
+
+def generate(fgraph, input_roles=None, output_roles=None, output_alias=None, constants_as_inputs=False):
+    """Build the translation unit for ``fgraph``.
+
+    input_roles / output_roles: FFG_ROLE_* per slot (default: plain input/output).
+    output_alias: per output slot, the input slot it may view, or -1.
+    """
+    gen = _Generator(fgraph, input_roles, output_roles, output_alias)
+    return gen.build()
+
+
+class _Generator:
+    def __init__(self, fgraph, input_roles, output_roles, output_alias):
+        self.fgraph = fgraph
+        self.order = fgraph.toposort()
+        self.name = _Names()
+        self.inputs = list(fgraph.inputs)
+        self.outputs = list(fgraph.outputs)
+        self.input_roles = input_roles or [0] * len(self.inputs)
+        self.output_roles = output_roles or [2] * len(self.outputs)
+        self.output_alias = output_alias or [-1] * len(self.outputs)
+        self.globals = []          # support code, in first-seen order, without repeats
+        self.struct_members = []
+        self.init_code = []        # statements run by create
+        self.struct_cleanup = []
+        self.requirements = dict(headers=[], header_dirs=[], libraries=[], lib_dirs=[],
+                                 compile_args=[], no_compile_args=[])
+        self.cacheable = True
+
+    # ---- collecting what objects ask for
+
+    def _add_unique(self, bucket, items):
+        for item in items or ():
+            if item and item not in bucket:
+                bucket.append(item)
+
+    def _collect(self, obj):
+        for key, method in (("headers", "c_headers"), ("header_dirs", "c_header_dirs"),
+                            ("libraries", "c_libraries"), ("lib_dirs", "c_lib_dirs"),
+                            ("compile_args", "c_compile_args"), ("no_compile_args", "c_no_compile_args")):
+            self._add_unique(self.requirements[key], _optional(obj, method))
+        self._add_unique(self.globals, [_optional(obj, "c_support_code")])
+        self._add_unique(self.init_code, _optional(obj, "c_init_code"))
+        version = _optional(obj, "c_code_cache_version")
+        if not version:
+            self.cacheable = False
+
+    # ---- scopes
+
+    def build(self):
+        var_scopes = []   # (open_code, close_code) per variable, outermost first
+        seen = set()
+        for slot, var in enumerate(self.inputs):
+            self._collect(var.type)
+            var_scopes.append(self._input_scope(var, slot))
+            seen.add(var)
+        for node in self.order:
+            for var in node.inputs:
+                if var not in seen and isinstance(var, Constant):
+                    self._collect(var.type)
+                    var_scopes.append(self._constant_scope(var))
+                    seen.add(var)
+            for var in node.outputs:
+                self._collect(var.type)
+                var_scopes.append(self._computed_scope(var))
+                seen.add(var)
+        for var in self.outputs:
+            if var not in seen:
+                raise ValueError("output %s is neither computed nor an input; it must be copied first" % var)
+        node_scopes = [self._node_scope(i, node) for i, node in enumerate(self.order)]
+        body = self._nest(var_scopes + node_scopes)
+        source = self._unit(body)
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        prefix = "ffg_" + digest[:24]
+        source = source.replace(PREFIX_TOKEN, prefix).replace("FFG_SOURCE_HASH", digest)
+        return GraphSource(source, prefix, self.requirements, self.cacheable, self.inputs, self.outputs,
+                           self.order)
+
+    def _nest(self, scopes):
+        opened = []
+        for open_code, _ in scopes:
+            opened.append(open_code)
+        closed = [close for _, close in reversed(scopes)]
+        return "\n".join(opened) + "\n" + "\n".join(closed)
+
+    def _sub(self, fail_label, node_index, where, **extra):
+        fail = "{ ffg_mark_failure(err, %d, %s); goto %s; }" % (node_index, _c_string(where), fail_label)
+        sub = dict(fail=fail, err="err", allocator="state->allocator", struct="state", node_index=node_index)
+        sub.update(extra)
+        return sub
+
+    def _input_scope(self, var, slot):
+        name = self.name(var)
+        label = "__label_%s" % name
+        sub = self._sub(label, -1, "extracting input %s" % (var,), input="(&inputs[%d])" % slot,
+                        input_index=slot, input_name=_c_string(var))
+        role = "shared variable" if self.input_roles[slot] == 1 else "input"
+        open_code = "%s\n{\n%s\n%s\n" % (
+            _comment("%s = %s %d: %s (%s)" % (name, role, slot, var, var.type)),
+            _indent(var.type.c_declare(name, sub)), _indent(var.type.c_extract(name, sub)))
+        close = self._close_var(var, name, label, sub)
+        return open_code, close
+
+    def _constant_scope(self, var):
+        name = self.name(var)
+        label = "__label_%s" % name
+        sub = self._sub(label, -1, "constant %s" % (var,))
+        literal = var.type.c_literal(name, var.data)
+        if literal is None:
+            raise MethodNotDefined("%s cannot write constants of type %s in C" % (var.type, var.type))
+        glob, stmts = literal
+        self._add_unique(self.globals, [glob])
+        open_code = "%s\n{\n%s\n%s\n" % (_comment("%s = constant %s" % (name, var)),
+                                         _indent(var.type.c_declare(name, sub)), _indent(stmts))
+        return open_code, self._close_var(var, name, label, sub)
+
+    def _computed_scope(self, var):
+        name = self.name(var)
+        label = "__label_%s" % name
+        sub = self._sub(label, -1, "initialising %s" % (var,))
+        open_code = "%s\n{\n%s\n%s\n" % (_comment("%s = %s (%s)" % (name, var, var.type)),
+                                         _indent(var.type.c_declare(name, sub)), _indent(var.type.c_init(name, sub)))
+        return open_code, self._close_var(var, name, label, sub)
+
+    def _close_var(self, var, name, label, sub):
+        syncs = []
+        for slot, out in enumerate(self.outputs):
+            if out is var:
+                ssub = dict(sub, output="(&outputs[%d])" % slot, out_shape="state->out_shape[%d]" % slot,
+                            out_strides="state->out_strides[%d]" % slot, alias_of=self.output_alias[slot])
+                syncs.append(_indent(var.type.c_sync(name, ssub), 2))
+        sync = ""
+        if syncs:
+            sync = "    if (err->code == FFG_OK) {\n%s\n    }\n" % "\n".join(syncs)
+        return "%s:;\n%s%s\n}" % (label, sync, _indent(var.type.c_cleanup(name, sub)))
+
+    def _node_scope(self, index, node):
+        op = node.op
+        self._collect(op)
+        nname = "node%d" % index
+        label = "__label_%s" % nname
+        ins = [self.name(v) for v in node.inputs]
+        outs = [self.name(v) for v in node.outputs]
+        sub = self._sub(label, index, "node #%d %s" % (index, node))
+        context = _optional(op, "get_context", node)
+        if context is not None:
+            sub["context"] = context
+        self._add_unique(self.globals, [_optional(op, "c_support_code_apply", node, nname)])
+        self._add_unique(self.init_code, [_optional(op, "c_init_code_apply", node, nname)])
+        member = _optional(op, "c_support_code_struct", node, nname)
+        if member:
+            self.struct_members.append(member)
+            init = _optional(op, "c_init_code_struct", node, nname,
+                             dict(sub, fail="{ goto __create_fail; }"))
+            self._add_unique(self.init_code, [init])
+            self.struct_cleanup.append(_optional(op, "c_cleanup_code_struct", node, nname) or "")
+        version = _optional(op, "c_code_cache_version_apply", node)
+        if not version:
+            self.cacheable = False
+        code = op.c_code(node, nname, ins, outs, sub)
+        cleanup = _optional(op, "c_code_cleanup", node, nname, ins, outs, sub) or ""
+        open_code = "%s\n{\n%s\n" % (_comment("node #%d: %s" % (index, node)), _indent(code))
+        close = "%s:;\n%s\n}" % (label, _indent(cleanup))
+        return open_code, close
+
+    # ---- the translation unit
+
+    def _slot_table(self, name, variables, roles):
+        shapes, slots = [], []
+        for i, (var, role) in enumerate(zip(variables, roles)):
+            code, bits = dtype_code(var.type.c_abi_dtype())
+            static = getattr(var.type, "shape", ())
+            dims = ", ".join(str(-1 if s is None else s) for s in static) or "0"
+            shapes.append("static const int64_t %s_shape%d[] = {%s};" % (name, i, dims))
+            slots.append("    {%s, %d, %d, {%d, %d, 1}, %s_shape%d}," % (
+                _c_string(var), role, len(static), code, bits, name, i))
+        table = "static const FfgSlot %s[] = {\n%s\n    {0, 0, 0, {0, 0, 0}, 0}\n};" % (name, "\n".join(slots))
+        return "\n".join(shapes) + "\n" + table
+
+    def _unit(self, body):
+        headers = "\n".join(h if h.startswith("#") else "#include %s" % (h if h[0] in "<\"" else "<%s>" % h)
+                            for h in self.requirements["headers"])
+        members = "\n".join(_indent(m) for m in self.struct_members)
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        init = "\n".join(_indent(c) for c in self.init_code if c)
+        struct_cleanup = "\n".join(_indent(c) for c in reversed(self.struct_cleanup) if c)
+        return UNIT_TEMPLATE % dict(
+            header=HEADER_NAME, runtime=RUNTIME_C, headers=headers,
+            globals="\n\n".join(g for g in self.globals if g), members=members or "    int unused;",
+            n_out_alloc=max(n_out, 1), n_in=n_in, n_out=n_out, body=_indent(body),
+            inputs_table=self._slot_table("ffg_input_slots", self.inputs, self.input_roles),
+            outputs_table=self._slot_table("ffg_output_slots", self.outputs, self.output_roles),
+            init=init, struct_cleanup=struct_cleanup, P=PREFIX_TOKEN,
+        )
+
+
+UNIT_TEMPLATE = r"""/* Generated by ffigraph: one compiled graph over the ffigraph ABI (see %(header)s). */
+#include "%(header)s"
+%(runtime)s
+%(headers)s
+
+/* ---- support code of the graph's types and ops ---- */
+%(globals)s
+
+/* ---- per-state storage ---- */
+typedef struct %(P)s_state {
+    const FfgAllocator *allocator;    /* NULL: malloc/free */
+    FfgAllocator allocator_copy;
+    int64_t out_shape[%(n_out_alloc)d][FFG_MAX_NDIM];
+    int64_t out_strides[%(n_out_alloc)d][FFG_MAX_NDIM];
+%(members)s
+} %(P)s_state;
+
+/* ---- description ---- */
+%(inputs_table)s
+%(outputs_table)s
+static const int64_t ffg_layout[] = {FFG_LAYOUT_ENTRIES};
+static const FfgDescription ffg_description = {
+    FFG_ABI_VERSION, (int32_t)(sizeof ffg_layout / sizeof ffg_layout[0]), ffg_layout,
+    %(n_in)d, %(n_out)d, ffg_input_slots, ffg_output_slots, "FFG_SOURCE_HASH"
+};
+
+FFG_EXPORT uint32_t %(P)s_version(void)
+{
+    return FFG_ABI_VERSION;
+}
+
+FFG_EXPORT const FfgDescription *%(P)s_describe(void)
+{
+    return &ffg_description;
+}
+
+FFG_EXPORT void %(P)s_destroy(void *state_)
+{
+    %(P)s_state *state = (%(P)s_state *)state_;
+    const FfgAllocator *allocator;
+    if (state == NULL)
+        return;
+    allocator = state->allocator;
+%(struct_cleanup)s
+    if (allocator)
+        allocator->release(allocator->ctx, state);
+    else
+        free(state);
+}
+
+FFG_EXPORT void *%(P)s_create(const FfgAllocator *allocator, FfgError *err)
+{
+    %(P)s_state *state;
+    if (err) {
+        err->code = FFG_OK;
+        err->node = -1;
+        err->input = -1;
+        err->message[0] = '\0';
+    }
+    state = (%(P)s_state *)(allocator ? allocator->alloc(allocator->ctx, sizeof *state)
+                                      : malloc(sizeof *state));
+    if (state == NULL) {
+        ffg_set_error(err, FFG_ERR_NOMEM, -1, "could not allocate the state");
+        return NULL;
+    }
+    memset(state, 0, sizeof *state);
+    if (allocator) {
+        state->allocator_copy = *allocator;
+        state->allocator = &state->allocator_copy;
+    }
+%(init)s
+    return state;
+__create_fail:
+    ffg_mark_failure(err, -1, "creating the state");
+    %(P)s_destroy(state);
+    return NULL;
+}
+
+FFG_EXPORT int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
+                              FfgOutput *outputs, int32_t n_outputs, FfgError *err)
+{
+    %(P)s_state *state = (%(P)s_state *)state_;
+    int32_t k;
+    err->code = FFG_OK;
+    err->node = -1;
+    err->input = -1;
+    err->message[0] = '\0';
+    if (state == NULL || n_inputs != %(n_in)d || n_outputs != %(n_out)d) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "run: expected a state, %(n_in)d inputs and %(n_out)d outputs, "
+                      "got %%d inputs and %%d outputs", (int)n_inputs, (int)n_outputs);
+        return err->code;
+    }
+    for (k = 0; k < n_outputs; ++k) {
+        outputs[k].base = NULL;
+        outputs[k].alias_of = -1;
+        outputs[k].tensor.data = NULL;
+    }
+%(body)s
+    return err->code;
+}
+"""

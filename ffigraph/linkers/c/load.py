@@ -1,0 +1,76 @@
+"""Loading built libraries with cffi's ABI mode, after checking version and struct layout."""
+from __future__ import annotations
+
+import threading
+
+from ffigraph.abi import ABI_VERSION, declare_entry_points, expected_layout, ffi
+from ffigraph.linkers.c.build import build_library
+
+
+class AbiMismatchError(RuntimeError):
+    """A library was built against another ABI version or struct layout."""
+
+
+class LoadedLibrary:
+    """One dlopen'ed graph library and its five entry points."""
+
+    def __init__(self, path, prefix):
+        declare_entry_points(prefix)
+        self.path = path
+        self.prefix = prefix
+        self.lib = ffi.dlopen(path)
+        self.version = getattr(self.lib, prefix + "_version")
+        self.describe = getattr(self.lib, prefix + "_describe")
+        self.create = getattr(self.lib, prefix + "_create")
+        self.run = getattr(self.lib, prefix + "_run")
+        self.destroy = getattr(self.lib, prefix + "_destroy")
+        self._check_abi()
+
+    def _check_abi(self):
+        version = self.version()
+        if version != ABI_VERSION:
+            raise AbiMismatchError("%s was built for ABI version %d, this ffigraph speaks %d; rebuild it"
+                                   % (self.path, version, ABI_VERSION))
+        desc = self.describe()
+        layout = [desc.layout[i] for i in range(desc.n_layout)]
+        if layout != expected_layout():
+            raise AbiMismatchError("%s reports struct layout %s, cffi expects %s" % (self.path, layout, expected_layout()))
+
+    def slots(self):
+        """[(name, role, ndim, code, bits)] for inputs, then outputs, as the library describes them."""
+        desc = self.describe()
+
+        def read(table, n):
+            return [(ffi.string(table[i].name).decode(), table[i].role, table[i].ndim, table[i].dtype.code,
+                     table[i].dtype.bits) for i in range(n)]
+
+        return read(desc.inputs, desc.n_inputs), read(desc.outputs, desc.n_outputs)
+
+
+_memo = {}
+_memo_lock = threading.Lock()
+_build_locks = {}
+
+
+def library_for(graph_source, compiler=None):
+    """The loaded library for a generated source: built and loaded at most once per process."""
+    key = graph_source.prefix
+    with _memo_lock:
+        if key in _memo:
+            return _memo[key]
+        lock = _build_locks.setdefault(key, threading.Lock())
+    with lock:
+        with _memo_lock:
+            if key in _memo:
+                return _memo[key]
+        path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
+        loaded = LoadedLibrary(path, graph_source.prefix)
+        with _memo_lock:
+            _memo[key] = loaded
+        return loaded
+
+
+def built_libraries():
+    """Paths of every library this process has built and loaded (for inspection and tests)."""
+    with _memo_lock:
+        return [lib.path for lib in _memo.values()]

@@ -1,0 +1,254 @@
+"""The small C runtime pasted at the top of every generated library.
+
+It gives generated code and user ops one array local (``ffg_array``), error
+reporting into the ABI error record, and allocation through the host's
+allocator. Only the C standard library is used.
+"""
+
+RUNTIME_C = r"""
+/* ---- ffigraph runtime: array locals, errors, allocation ---- */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A C local holding one array value: element 0 at data, strides in elements. */
+typedef struct ffg_array {
+    char *data;
+    int64_t shape[FFG_MAX_NDIM];
+    int64_t strides[FFG_MAX_NDIM];
+    void *owned;          /* block to release in cleanup (NULL when borrowed or handed over) */
+} ffg_array;
+
+static void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char *fmt, ...)
+{
+    va_list ap;
+    if (err == NULL || err->code != FFG_OK)
+        return;   /* keep the first error: it is the cause */
+    err->code = code;
+    err->input = input;
+    va_start(ap, fmt);
+    vsnprintf(err->message, FFG_ERROR_MESSAGE_SIZE, fmt, ap);
+    va_end(ap);
+}
+
+/* Called by every fail path: records which node failed (if the op did not say why, says so). */
+static void ffg_mark_failure(FfgError *err, int32_t node, const char *where)
+{
+    if (err->code == FFG_OK)
+        ffg_set_error(err, FFG_ERR_RUNTIME, -1, "%s failed without an error message", where);
+    if (err->node < 0)
+        err->node = node;
+}
+
+static void *ffg_malloc(const FfgAllocator *al, size_t nbytes)
+{
+    if (nbytes == 0)
+        nbytes = 1;   /* a distinct, freeable block even for empty arrays */
+    return al ? al->alloc(al->ctx, nbytes) : malloc(nbytes);
+}
+
+static void ffg_release(const FfgAllocator *al, void *ptr)
+{
+    if (ptr == NULL)
+        return;
+    if (al)
+        al->release(al->ctx, ptr);
+    else
+        free(ptr);
+}
+
+static int64_t ffg_size(int ndim, const int64_t *shape)
+{
+    int64_t n = 1;
+    int d;
+    for (d = 0; d < ndim; ++d)
+        n *= shape[d];
+    return n;
+}
+
+/* Give a a fresh C-contiguous block of the given shape; 0 on success. */
+static int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t itemsize,
+                           const FfgAllocator *al, FfgError *err)
+{
+    int64_t stride = 1;
+    int64_t n = ffg_size(ndim, shape);
+    int d;
+    for (d = ndim - 1; d >= 0; --d) {
+        a->shape[d] = shape[d];
+        a->strides[d] = stride;
+        stride *= shape[d] > 0 ? shape[d] : 1;
+    }
+    a->owned = ffg_malloc(al, (size_t)n * itemsize);
+    if (a->owned == NULL) {
+        ffg_set_error(err, FFG_ERR_NOMEM, -1, "could not allocate %lld bytes", (long long)(n * (int64_t)itemsize));
+        return -1;
+    }
+    a->data = (char *)a->owned;
+    return 0;
+}
+
+/* Broadcast one axis: *out (so far) with length b; -1 when they are incompatible. */
+static int ffg_broadcast_dim(int64_t *out, int64_t b)
+{
+    if (*out == b || b == 1)
+        return 0;
+    if (*out == 1) {
+        *out = b;
+        return 0;
+    }
+    return -1;
+}
+
+static void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+    size_t used = 0;
+    int d;
+    used += (size_t)snprintf(buf + used, size - used, "(");
+    for (d = 0; d < ndim && used < size; ++d)
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (ndim == 1 && used < size)
+        used += (size_t)snprintf(buf + used, size - used, ",");
+    if (used < size)
+        snprintf(buf + used, size - used, ")");
+}
+
+/* Read an input slot into an array local, checking what the type promises. */
+static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
+                       int code, int bits, int ndim, const int64_t *static_shape, FfgError *err)
+{
+    int d;
+    int64_t stride = 1;
+    if (check) {
+        if (t->device.device_type != FFG_DEVICE_CPU) {
+            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a CPU array, got device type %d",
+                          name, (int)t->device.device_type);
+            return -1;
+        }
+        if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
+            ffg_set_error(err, FFG_ERR_TYPE, slot,
+                          "input %s: expected dtype code %d with %d bits, got code %d with %d bits (lanes %d)",
+                          name, code, bits, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+            return -1;
+        }
+        if (t->ndim != ndim) {
+            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected %d dimensions, got %d",
+                          name, ndim, (int)t->ndim);
+            return -1;
+        }
+        for (d = 0; d < ndim; ++d) {
+            if (t->shape[d] < 0 || (static_shape[d] >= 0 && t->shape[d] != static_shape[d])) {
+                char got[160];
+                ffg_format_shape(got, sizeof got, ndim, t->shape);
+                ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: shape %s does not fit the type (axis %d)",
+                              name, got, d);
+                return -1;
+            }
+        }
+        if (t->data == NULL && ffg_size(ndim, t->shape) > 0) {
+            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: data pointer is NULL", name);
+            return -1;
+        }
+    }
+    a->data = (char *)t->data + t->byte_offset;
+    a->owned = NULL;
+    for (d = ndim - 1; d >= 0; --d) {
+        a->shape[d] = t->shape[d];
+        a->strides[d] = t->strides ? t->strides[d] : stride;
+        stride *= t->shape[d];
+    }
+    return 0;
+}
+
+/* Hand an array local to an output slot; the host takes over its block. */
+static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim,
+                        int64_t *shape_store, int64_t *strides_store, int32_t alias_of)
+{
+    int d;
+    for (d = 0; d < ndim; ++d) {
+        shape_store[d] = a->shape[d];
+        strides_store[d] = a->strides[d];
+    }
+    o->tensor.data = a->data;
+    o->tensor.device.device_type = FFG_DEVICE_CPU;
+    o->tensor.device.device_id = 0;
+    o->tensor.ndim = ndim;
+    o->tensor.dtype.code = (uint8_t)code;
+    o->tensor.dtype.bits = (uint8_t)bits;
+    o->tensor.dtype.lanes = 1;
+    o->tensor.shape = shape_store;
+    o->tensor.strides = strides_store;
+    o->tensor.byte_offset = 0;
+    o->base = a->owned;
+    o->alias_of = alias_of;
+    a->owned = NULL;
+}
+
+static int ffg_is_c_contiguous(const ffg_array *a, int ndim)
+{
+    int64_t expected = 1;
+    int d;
+    for (d = ndim - 1; d >= 0; --d) {
+        if (a->shape[d] != 1 && a->strides[d] != expected)
+            return 0;
+        expected *= a->shape[d];
+    }
+    return 1;
+}
+
+/* Copy src (any strides) into a fresh C-contiguous block owned by dst. */
+static int ffg_copy_array(ffg_array *dst, const ffg_array *src, int ndim, size_t itemsize,
+                          const FfgAllocator *al, FfgError *err)
+{
+    int64_t idx[FFG_MAX_NDIM];
+    int64_t n = ffg_size(ndim, src->shape), k;
+    int d;
+    if (ffg_alloc_array(dst, ndim, src->shape, itemsize, al, err))
+        return -1;
+    if (ffg_is_c_contiguous(src, ndim)) {
+        if (n > 0)
+            memcpy(dst->data, src->data, (size_t)n * itemsize);
+        return 0;
+    }
+    for (d = 0; d < ndim; ++d)
+        idx[d] = 0;
+    for (k = 0; k < n; ++k) {
+        int64_t off = 0;
+        for (d = 0; d < ndim; ++d)
+            off += idx[d] * src->strides[d];
+        memcpy(dst->data + k * (int64_t)itemsize, src->data + off * (int64_t)itemsize, itemsize);
+        for (d = ndim - 1; d >= 0; --d) {
+            if (++idx[d] < src->shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* For scalar Types (like the seed's Double): read a 0-d slot, publish a 0-d value. */
+static int ffg_read_scalar(const FfgTensor *t, int32_t slot, const char *name, int code, int bits,
+                           void *value, FfgError *err)
+{
+    if (t->device.device_type != FFG_DEVICE_CPU || t->dtype.code != code || t->dtype.bits != bits
+        || t->ndim != 0 || t->data == NULL) {
+        ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a 0-d CPU value of dtype code %d, %d bits",
+                      name, code, bits);
+        return -1;
+    }
+    memcpy(value, (const char *)t->data + t->byte_offset, (size_t)bits / 8);
+    return 0;
+}
+
+static int ffg_publish_scalar(FfgOutput *o, const void *value, int code, int bits,
+                              const FfgAllocator *al, FfgError *err)
+{
+    ffg_array a;
+    if (ffg_alloc_array(&a, 0, NULL, (size_t)bits / 8, al, err))
+        return -1;
+    memcpy(a.data, value, (size_t)bits / 8);
+    ffg_publish(o, &a, code, bits, 0, NULL, NULL, -1);
+    return 0;
+}
+/* ---- end of runtime ---- */
+"""

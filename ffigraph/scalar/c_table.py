@@ -1,0 +1,222 @@
+"""The C side of the scalar table: one C expression per elementwise op and dtype kind.
+
+``c_expression(op, compute_dtype, operands)`` returns the expression (and an
+optional per-element check) for operands that are already C locals of the
+op's compute type. Semantics follow numpy: NaN-propagating maximum/minimum,
+floor division and modulo with the divisor's sign, integer division by zero
+giving 0, round half to even, and bool arithmetic as logic.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.linkers.c.interface import MethodNotDefined
+
+# float math from <math.h>; float32 uses the 'f' variants
+_MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
+         "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
+         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint"}
+
+_INTEGRAL_IDENTITY = ("floor", "ceil", "round")
+
+_BINARY_C = {"eq": "==", "neq": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+             "and": "&", "or": "|", "xor": "^"}
+
+_SUFFIX = {"int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+           "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+           "float32": "f32", "float64": "f64", "bool": "u8"}
+
+
+def suffix(dtype):
+    return _SUFFIX[np.dtype(dtype).name]
+
+
+def _fn(name, dtype):
+    return name + "f" if np.dtype(dtype).name == "float32" else name
+
+
+def c_expression(name, dtype, ops):
+    """(expression, check) for scalar op ``name`` computed in ``dtype`` on C operands ``ops``.
+
+    ``check`` is None or a C condition that, when true, makes the element an error
+    (its message is the third item).
+    """
+    dt = np.dtype(dtype)
+    kind = dt.kind
+    if kind == "c":
+        raise MethodNotDefined("no C code for %s on complex values yet (it runs in Python)" % name)
+    a = ops[0] if ops else None
+    b = ops[1] if len(ops) > 1 else None
+    sfx = suffix(dt)
+    if name in _MATH:
+        if kind in "biu" and name in _INTEGRAL_IDENTITY:
+            return a, None
+        return "%s(%s)" % (_fn(_MATH[name], dt), a), None
+    simple = {
+        "neg": "(-%s)" % a,
+        "sqr": "(%s * %s)" % (a, a),
+        "sigmoid": "ffg_sigmoid_%s(%s)" % (sfx, a),
+        "softplus": "ffg_softplus_%s(%s)" % (sfx, a),
+        "isnan": "(isnan(%s) != 0)" % a if kind == "f" else "0",
+        "isinf": "(isinf(%s) != 0)" % a if kind == "f" else "0",
+        "true_div": "(%s / %s)" % (a, b),
+        "switch": "(%s ? %s : %s)" % tuple(ops) if len(ops) == 3 else None,
+    }
+    if name in simple and simple[name] is not None:
+        return simple[name], None
+    if name in _BINARY_C:
+        return "(%s %s %s)" % (a, _BINARY_C[name], b), None
+    if name == "abs":
+        if kind == "b":
+            return a, None
+        if kind == "u":
+            return a, None
+        return ("%s(%s)" % (_fn("fabs", dt), a) if kind == "f" else "(%s < 0 ? -%s : %s)" % (a, a, a)), None
+    if name == "invert":
+        return ("(!%s)" % a if kind == "b" else "(~%s)" % a), None
+    if name == "sign":
+        if kind == "f":
+            return "(%s > 0 ? 1 : (%s < 0 ? -1 : (%s == 0 ? 0 : %s)))" % (a, a, a, a), None
+        if kind == "u":
+            return "(%s > 0)" % a, None
+        return "((%s > 0) - (%s < 0))" % (a, a), None
+    if name == "add":
+        return ("(%s | %s)" % (a, b) if kind == "b" else "(%s + %s)" % (a, b)), None
+    if name == "mul":
+        return ("(%s & %s)" % (a, b) if kind == "b" else "(%s * %s)" % (a, b)), None
+    if name == "sub":
+        return "(%s - %s)" % (a, b), None
+    if name in ("int_div", "mod"):
+        return "ffg_%s_%s(%s, %s)" % ("floordiv" if name == "int_div" else "mod", sfx, a, b), None
+    if name == "pow":
+        if kind == "f":
+            return "%s(%s, %s)" % (_fn("pow", dt), a, b), None
+        check = None if kind == "u" else ("(%s < 0)" % b, "Integers to negative integer powers are not allowed")
+        return "ffg_ipow_%s(%s, %s)" % (sfx, a, b), check
+    if name in ("maximum", "minimum"):
+        cmp = ">=" if name == "maximum" else "<="
+        if kind == "f":
+            return "((%s %s %s || %s != %s) ? %s : %s)" % (a, cmp, b, a, a, a, b), None
+        return "((%s %s %s) ? %s : %s)" % (a, cmp, b, a, b), None
+    if name == "clip":
+        lo = c_expression("maximum", dtype, [a, ops[1]])[0]
+        return c_expression("minimum", dtype, [lo, ops[2]])[0], None
+    raise MethodNotDefined("no C expression for scalar op %s on %s" % (name, dt.name))
+
+
+def c_cast(expr, src_dtype, dst_dtype, ctype):
+    """C converting ``expr`` (of src_dtype) to ``dst_dtype`` (C type ``ctype``) as numpy's astype does."""
+    src, dst = np.dtype(src_dtype), np.dtype(dst_dtype)
+    if src.kind == "c" or dst.kind == "c":
+        raise MethodNotDefined("no C casts involving complex values yet")
+    if src == dst:
+        return expr
+    if dst.kind == "b":
+        return "(%s != 0)" % expr
+    return "(%s)(%s)" % (ctype, expr)
+
+
+def _int_helpers(ctype, sfx, signed):
+    """floor division, modulo and power for one integer type, as numpy computes them."""
+    if signed:
+        div = ("if (b == 0) return 0;\n    { %(t)s q = a / b; if ((a %% b != 0) && ((a < 0) != (b < 0))) q -= 1; return q; }"
+               % dict(t=ctype))
+        mod = ("if (b == 0) return 0;\n    { %(t)s r = a %% b; if (r != 0 && ((r < 0) != (b < 0))) r += b; return r; }"
+               % dict(t=ctype))
+    else:
+        div = "return b == 0 ? 0 : a / b;"
+        mod = "return b == 0 ? 0 : a % b;"
+    return """static %(t)s ffg_floordiv_%(s)s(%(t)s a, %(t)s b)
+{
+    %(div)s
+}
+static %(t)s ffg_mod_%(s)s(%(t)s a, %(t)s b)
+{
+    %(mod)s
+}
+static %(t)s ffg_ipow_%(s)s(%(t)s base, %(t)s exp)
+{
+    %(t)s result = 1;
+    while (exp > 0) {
+        if (exp & 1)
+            result = (%(t)s)(result * base);
+        base = (%(t)s)(base * base);
+        exp >>= 1;
+    }
+    return result;
+}
+""" % dict(t=ctype, s=sfx, div=div, mod=mod)
+
+
+def _float_helpers(ctype, sfx, f):
+    """floor division and modulo as numpy's divmod, and stable sigmoid/softplus."""
+    return """static %(t)s ffg_divmod_%(s)s(%(t)s a, %(t)s b, %(t)s *modulus)
+{
+    %(t)s mod, div, floordiv;
+    mod = fmod%(f)s(a, b);
+    if (!b) {
+        *modulus = mod;
+        return a / b;
+    }
+    div = (a - mod) / b;
+    if (mod) {
+        if ((b < 0) != (mod < 0)) {
+            mod += b;
+            div -= 1;
+        }
+    } else {
+        mod = copysign%(f)s(0, b);
+    }
+    if (div) {
+        floordiv = floor%(f)s(div);
+        if (div - floordiv > 0.5)
+            floordiv += 1;
+    } else {
+        floordiv = copysign%(f)s(0, a / b);
+    }
+    *modulus = mod;
+    return floordiv;
+}
+static %(t)s ffg_floordiv_%(s)s(%(t)s a, %(t)s b)
+{
+    %(t)s mod;
+    if (!b)
+        return a / b;
+    return ffg_divmod_%(s)s(a, b, &mod);
+}
+static %(t)s ffg_mod_%(s)s(%(t)s a, %(t)s b)
+{
+    %(t)s mod;
+    if (!b)
+        return fmod%(f)s(a, b);
+    ffg_divmod_%(s)s(a, b, &mod);
+    return mod;
+}
+static %(t)s ffg_sigmoid_%(s)s(%(t)s x)
+{
+    if (x >= 0)
+        return 1 / (1 + exp%(f)s(-x));
+    {
+        %(t)s e = exp%(f)s(x);
+        return e / (1 + e);
+    }
+}
+static %(t)s ffg_softplus_%(s)s(%(t)s x)
+{
+    return (x > 0 ? x : 0) + log1p%(f)s(exp%(f)s(-fabs%(f)s(x)));
+}
+""" % dict(t=ctype, s=sfx, f=f)
+
+
+def support_code(dtype):
+    """The helper functions the expressions for ``dtype`` may call."""
+    dt = np.dtype(dtype)
+    from ffigraph.tensor.ctype import c_element_type
+
+    if dt.kind in "iu":
+        return _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
+    if dt.kind == "f":
+        return _float_helpers(c_element_type(dt), suffix(dt), "f" if dt.itemsize == 4 else "")
+    if dt.kind == "b":
+        return _int_helpers("uint8_t", "u8", False)
+    return ""

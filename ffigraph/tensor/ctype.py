@@ -1,0 +1,95 @@
+"""The C contract of TensorType: a value lives in an ``ffg_array`` local (see the runtime)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.abi import dtype_code
+from ffigraph.linkers.c.interface import CType
+
+C_ELEMENT_TYPES = {
+    "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float32": "float", "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
+}
+
+
+def c_element_type(dtype):
+    return C_ELEMENT_TYPES[np.dtype(dtype).name]
+
+
+def c_number(value, dtype):
+    """A C literal for one element."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return "1" if value else "0"
+    if dtype.kind in "iu":
+        v = int(value)
+        if dtype.itemsize == 8:
+            return "INT64_MIN" if v == -2**63 else ("%dULL" % v if dtype.kind == "u" else "%dLL" % v)
+        return str(v)
+    if dtype.kind == "c":
+        return "(%s + %s * I)" % (c_number(value.real, "float64"), c_number(value.imag, "float64"))
+    v = float(value)
+    if np.isnan(v):
+        return "NAN"
+    if np.isinf(v):
+        return "INFINITY" if v > 0 else "(-INFINITY)"
+    text = repr(v)
+    return text + ("f" if dtype.itemsize == 4 else "")
+
+
+class TensorCType(CType):
+    """Mixed into TensorType."""
+
+    def c_abi_dtype(self):
+        return self.numpy_dtype
+
+    def c_headers(self, **kwargs):
+        return ["<math.h>", "<complex.h>"] if self.dtype.startswith("complex") else ["<math.h>"]
+
+    def c_declare(self, name, sub, check_input=True):
+        return "ffg_array %(name)s;" % dict(name=name)
+
+    def c_init(self, name, sub):
+        return "%(name)s.data = NULL;\n%(name)s.owned = NULL;" % dict(name=name)
+
+    def c_extract(self, name, sub, check_input=True):
+        code, bits = dtype_code(self.numpy_dtype)
+        static = ", ".join(str(-1 if s is None else s) for s in self.shape) or "0"
+        return """
+static const int64_t %(name)s_static[] = {%(static)s};
+if (ffg_extract(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, %(code)d, %(bits)d, %(ndim)d,
+                %(name)s_static, %(err)s))
+    %(fail)s
+""" % dict(name=name, static=static, input=sub["input"], slot=sub["input_index"], label=sub["input_name"],
+           check=1 if check_input else 0, code=code, bits=bits, ndim=self.ndim, err=sub["err"],
+           fail=sub["fail"])
+
+    def c_sync(self, name, sub):
+        code, bits = dtype_code(self.numpy_dtype)
+        return "ffg_publish(%(output)s, &%(name)s, %(code)d, %(bits)d, %(ndim)d, %(shape)s, %(strides)s, %(alias)d);" % dict(
+            output=sub["output"], name=name, code=code, bits=bits, ndim=self.ndim, shape=sub["out_shape"],
+            strides=sub["out_strides"], alias=sub["alias_of"])
+
+    def c_cleanup(self, name, sub):
+        return "ffg_release(%(alloc)s, %(name)s.owned);\n%(name)s.owned = NULL;" % dict(
+            alloc=sub["allocator"], name=name)
+
+    def c_literal(self, name, data):
+        data = np.asarray(data)
+        ctype = c_element_type(self.dtype)
+        values = ", ".join(c_number(v, self.dtype) for v in data.reshape(-1)) or "0"
+        glob = "static const %s %s_values[] = {%s};" % (ctype, name, values)
+        dims, stride = [], 1
+        for axis in range(data.ndim - 1, -1, -1):
+            dims.append("%s.shape[%d] = %d; %s.strides[%d] = %d;" % (name, axis, data.shape[axis], name, axis, stride))
+            stride *= max(data.shape[axis], 1)
+        stmts = "%s.data = (char *)%s_values;\n%s.owned = NULL;\n%s" % (name, name, name, "\n".join(reversed(dims)))
+        return glob, stmts
+
+    def c_registry_values(self):
+        """Names the generic ops' registered C code may use (see ffigraph.compile.ops)."""
+        return dict(ndim=self.ndim, itemsize=self.numpy_dtype.itemsize, ctype=c_element_type(self.dtype))
+
+    def c_code_cache_version(self):
+        return (1,)

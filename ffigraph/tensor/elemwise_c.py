@@ -1,0 +1,168 @@
+"""One loop generator for every elementwise op: broadcast, allocate, loop, apply a table expression."""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.scalar.basic import upcast
+from ffigraph.scalar.c_table import c_cast, c_expression, support_code
+from ffigraph.tensor.ctype import c_element_type
+
+
+def compute_dtype(scalar_op, in_dtypes, out_dtype):
+    """The dtype the scalar expression is evaluated in (numpy's loop dtype)."""
+    rule = scalar_op.rule
+    if rule in ("float", "numpy", "same", "switch"):
+        return out_dtype
+    if rule == "bool":
+        return upcast(*in_dtypes)
+    if rule == "cast":
+        return in_dtypes[0]
+    raise MethodNotDefined("unknown dtype rule %r" % rule)
+
+
+def _operand_dtypes(scalar_op, in_dtypes, cdt):
+    # switch's condition keeps its own dtype (it is only tested against 0)
+    if scalar_op.name == "switch":
+        return [in_dtypes[0], cdt, cdt]
+    if scalar_op.rule == "cast":
+        return list(in_dtypes)
+    return [cdt] * len(in_dtypes)
+
+
+def elemwise_support_code(node):
+    dtypes = {v.type.dtype for v in node.inputs + node.outputs}
+    return "\n".join(support_code(d) for d in sorted(dtypes))
+
+
+def elemwise_c_code(op, node, inputs, outputs, sub):
+    sop = op.scalar_op
+    in_dtypes = [v.type.dtype for v in node.inputs]
+    out_type = node.outputs[0].type
+    out_dtype = out_type.dtype
+    if any(np.dtype(d).kind == "c" for d in in_dtypes + [out_dtype]):
+        raise MethodNotDefined("%s: no C code for complex values yet" % op)
+    cdt = compute_dtype(sop, in_dtypes, out_dtype)
+    operand_dtypes = _operand_dtypes(sop, in_dtypes, cdt)
+    locals_ = ["a%d" % i for i in range(len(inputs))]
+    if sop.rule == "cast":
+        expr, check = c_cast(locals_[0], in_dtypes[0], out_dtype, c_element_type(out_dtype)), None
+    else:
+        expr, check = c_expression(sop.name, cdt, locals_)
+        expr = c_cast(expr, "bool" if sop.rule == "bool" else cdt, out_dtype, c_element_type(out_dtype))
+    nd = out_type.ndim
+    out = outputs[0]
+    lines = ["int64_t shape[%d];" % max(nd, 1), "int64_t k;"]
+    lines += _broadcast(op, inputs, nd, sub)
+    lines.append("if (ffg_alloc_array(&%s, %d, shape, sizeof(%s), %s, %s))\n    %s"
+                 % (out, nd, c_element_type(out_dtype), sub["allocator"], sub["err"], sub["fail"]))
+    lines += _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub)
+    return "\n".join(lines)
+
+
+def _broadcast(op, inputs, nd, sub):
+    lines = []
+    if nd == 0:
+        return lines
+    lines.append("for (k = 0; k < %d; ++k) {" % nd)
+    lines.append("    shape[k] = 1;")
+    for i, name in enumerate(inputs):
+        lines.append("    if (ffg_broadcast_dim(&shape[k], %s.shape[k])) {" % name)
+        lines.append("        char s0[160], s1[160];")
+        lines.append("        ffg_format_shape(s0, sizeof s0, %d, %s.shape);" % (nd, inputs[0]))
+        lines.append("        ffg_format_shape(s1, sizeof s1, %d, %s.shape);" % (nd, name))
+        lines.append('        ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: input shapes cannot be broadcast '
+                     'together: %%s and %%s (axis %%d)", s0, s1, (int)k);' % (sub["err"], op))
+        lines.append("        %s" % sub["fail"])
+        lines.append("    }")
+    lines.append("}")
+    return lines
+
+
+def _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub):
+    """Nested loops over the output; each input steps by 0 along its broadcast axes."""
+    ctypes = [c_element_type(d) for d in in_dtypes]
+    octype = c_element_type(out_dtype)
+    lines = ["{"]
+    body = []
+    for i, name in enumerate(inputs):
+        body.append("int64_t st%d[%d];" % (i, max(nd, 1)))
+    for i, name in enumerate(inputs):
+        for d in range(nd):
+            body.append("st%d[%d] = %s.shape[%d] == 1 ? 0 : %s.strides[%d];" % (i, d, name, d, name, d))
+    body.append("%s *po = (%s *)%s.data;" % (octype, octype, out))
+    for i, name in enumerate(inputs):
+        body.append("const %s *p%d_0 = (const %s *)%s.data;" % (ctypes[i], i, ctypes[i], name))
+    element = _element(inputs, ctypes, operand_dtypes, locals_, expr, check, nd, sub)
+    if nd == 0:
+        body += element(lambda i: "0")
+    else:
+        body += _nest(inputs, ctypes, nd, element)
+    lines += ["    " + ln for ln in body]
+    lines.append("}")
+    return lines
+
+
+def _element(inputs, ctypes, operand_dtypes, locals_, expr, check, nd, sub):
+    """render(index_of) -> the statements for one element; index_of(i) is input i's offset."""
+    def render(index_of):
+        code = []
+        for i in range(len(inputs)):
+            cty = c_element_type(operand_dtypes[i])
+            src = "p%d_%d[%s]" % (i, max(nd - 1, 0), index_of(i))
+            load = c_cast(src, np_name(ctypes[i]), operand_dtypes[i], cty)
+            code.append("const %s %s = %s;" % (cty, locals_[i], load))
+        if check is not None:
+            cond, message = check
+            code.append('if (%s) { ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s"); %s }'
+                        % (cond, sub["err"], message, sub["fail"]))
+        code.append("*po++ = %s;" % expr)
+        return code
+
+    return render
+
+
+def np_name(ctype):
+    from ffigraph.tensor.ctype import C_ELEMENT_TYPES
+
+    for name, c in C_ELEMENT_TYPES.items():
+        if c == ctype:
+            return name
+    raise KeyError(ctype)
+
+
+def _nest(inputs, ctypes, nd, element):
+    """Loops over axes 0..nd-2 advance each input's pointer; the last axis has two versions:
+    every input contiguous there (plain indexing the compiler can vectorise), or strided."""
+    lines = []
+    indent = ""
+    for d in range(nd - 1):
+        lines.append("%s{" % indent)
+        lines.append("%s    int64_t i%d;" % (indent, d))
+        lines.append("%s    for (i%d = 0; i%d < shape[%d]; ++i%d) {" % (indent, d, d, d, d))
+        indent += "        "
+        for i in range(len(inputs)):
+            lines.append("%sconst %s *p%d_%d = p%d_%d + i%d * st%d[%d];"
+                         % (indent, ctypes[i], i, d + 1, i, d, d, i, d))
+    last = nd - 1
+    contiguous = " && ".join("st%d[%d] == 1" % (i, last) for i in range(len(inputs))) or "1"
+    lines.append("%s{" % indent)
+    lines.append("%s    int64_t i%d;" % (indent, last))
+    lines.append("%s    const int64_t n = shape[%d];" % (indent, last))
+    lines.append("%s    if (%s) {" % (indent, contiguous))
+    lines.append("%s        for (i%d = 0; i%d < n; ++i%d) {" % (indent, last, last, last))
+    for ln in element(lambda i: "i%d" % last):
+        lines.append("%s            %s" % (indent, ln))
+    lines.append("%s        }" % indent)
+    lines.append("%s    } else {" % indent)
+    lines.append("%s        for (i%d = 0; i%d < n; ++i%d) {" % (indent, last, last, last))
+    for ln in element(lambda i: "i%d * st%d[%d]" % (last, i, last)):
+        lines.append("%s            %s" % (indent, ln))
+    lines.append("%s        }" % indent)
+    lines.append("%s    }" % indent)
+    lines.append("%s}" % indent)
+    for d in range(nd - 2, -1, -1):
+        indent = indent[:-8]
+        lines.append("%s    }" % indent)
+        lines.append("%s}" % indent)
+    return lines
