@@ -1,13 +1,22 @@
 """The seed's user-defined ``Double`` type and ``BinaryDoubleOp`` ops, written as a user would.
 
-Run it: ``python examples/double_op.py`` prints 9.0 for (1.0 + 2.0) * 3.0.
+The type's C contract is the seed's, moved to the ABI: a value crosses the
+boundary as a 0-d float64 array, ``c_extract`` reads it from its input slot
+and ``c_sync`` writes it to its output slot. The ops' ``c_code`` strings are
+the seed's, unchanged.
+
+Run it: ``python examples/double_op.py`` prints 9.0 for (1.0 + 2.0) * 3.0
+under the Python linker and under the whole-graph C linker.
 """
-from ffigraph import function
+import numpy as np
+
+from ffigraph import Mode, function
 from ffigraph.graph import Apply, Constant, Op, Type
+from ffigraph.linkers.c import CType
 
 
-class Double(Type):
-    """Values are Python floats."""
+class Double(Type, CType):
+    """Values are Python floats; in C, a ``double``."""
 
     def filter(self, x, strict=False, allow_downcast=None):
         if strict and not isinstance(x, float):
@@ -19,6 +28,49 @@ class Double(Type):
 
     def __str__(self):
         return "double"
+
+    # ---- the C contract
+
+    def c_abi_dtype(self):
+        return np.dtype("float64")
+
+    def to_c_value(self, value):
+        return np.asarray(value, dtype=np.float64)
+
+    def from_c_value(self, array):
+        return float(array)
+
+    def c_declare(self, name, sub, check_input=True):
+        return """
+        double %(name)s;
+        """ % dict(name=name)
+
+    def c_init(self, name, sub):
+        return """
+        %(name)s = 0.0;
+        """ % dict(name=name)
+
+    def c_extract(self, name, sub, check_input=True):
+        return """
+        if (ffg_read_scalar(%(input)s, %(input_index)s, %(input_name)s, FFG_DTYPE_FLOAT, 64,
+                            &%(name)s, %(err)s))
+            %(fail)s
+        """ % dict(sub, name=name)
+
+    def c_sync(self, name, sub):
+        return """
+        if (ffg_publish_scalar(%(output)s, &%(name)s, FFG_DTYPE_FLOAT, 64, %(allocator)s, %(err)s))
+            %(fail)s
+        """ % dict(sub, name=name)
+
+    def c_cleanup(self, name, sub):
+        return ""
+
+    def c_literal(self, name, data):
+        return "", "%s = %r;" % (name, float(data))
+
+    def c_code_cache_version(self):
+        return (1,)
 
 
 double = Double()
@@ -62,8 +114,9 @@ div = BinaryDoubleOp(name="div", fn=lambda x, y: x / y, ccode="%(z)s = %(x)s / %
 def main():
     x, y, z = double("x"), double("y"), double("z")
     b = mul(add(x, y), z)
-    f = function([x, y, z], b)
-    print(f(1.0, 2.0, 3.0))
+    for linker in ("py", "c"):
+        f = function([x, y, z], b, mode=Mode(linker=linker))
+        print("%s linker: %s" % (linker, f(1.0, 2.0, 3.0)))
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ _SPEC = {
     "compiledir": (_default_compiledir, _non_empty_str,
                    "directory of compiled libraries (per platform and interpreter)"),
     "cxx": (_default_cxx, _non_empty_str, "C compiler command (defaults to $CC, then gcc)"),
-    "linker": (lambda: "py", _non_empty_str, "linker of the default mode"),
+    "linker": (lambda: "cvm", _non_empty_str, "linker of the default mode (cvm: C where possible)"),
     "mode": (lambda: "FAST_RUN", _non_empty_str, "name of the mode used when function() gets none"),
     "optimizer": (lambda: "fast_run", _non_empty_str, "rewrite query of the default mode"),
 }

@@ -113,12 +113,25 @@ static void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *sh
         snprintf(buf + used, size - used, ")");
 }
 
+static const char *ffg_dtype_name(int code, int bits, char *buf, size_t size)
+{
+    static const char *kinds[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
+    const char *kind = (code >= 0 && code <= 6) ? kinds[code] : "?";
+    if (code == FFG_DTYPE_BOOL)
+        snprintf(buf, size, "bool");
+    else
+        snprintf(buf, size, "%s%d", kind, bits);
+    return buf;
+}
+
 /* Read an input slot into an array local, checking what the type promises. */
 static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
                        int code, int bits, int ndim, const int64_t *static_shape, FfgError *err)
 {
     int d;
     int64_t stride = 1;
+    a->data = NULL;
+    a->owned = NULL;   /* first, so c_cleanup is safe whatever check fails */
     if (check) {
         if (t->device.device_type != FFG_DEVICE_CPU) {
             ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a CPU array, got device type %d",
@@ -126,9 +139,10 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
             return -1;
         }
         if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
-            ffg_set_error(err, FFG_ERR_TYPE, slot,
-                          "input %s: expected dtype code %d with %d bits, got code %d with %d bits (lanes %d)",
-                          name, code, bits, (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+            char want[32], got[32];
+            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected dtype %s, got %s (lanes %d)", name,
+                          ffg_dtype_name(code, bits, want, sizeof want),
+                          ffg_dtype_name(t->dtype.code, t->dtype.bits, got, sizeof got), (int)t->dtype.lanes);
             return -1;
         }
         if (t->ndim != ndim) {
