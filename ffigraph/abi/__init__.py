@@ -66,6 +66,7 @@ def expected_layout():
         ffi.offsetof("FfgTensor", "ndim"), ffi.offsetof("FfgTensor", "dtype"),
         ffi.offsetof("FfgTensor", "shape"), ffi.offsetof("FfgTensor", "strides"),
         ffi.offsetof("FfgTensor", "byte_offset"), ffi.sizeof("FfgOutput"), ffi.offsetof("FfgOutput", "base"),
+        ffi.offsetof("FfgOutput", "host_buffer"), ffi.offsetof("FfgOutput", "host_capacity"),
         ffi.offsetof("FfgOutput", "alias_of"), ffi.sizeof("FfgError"), ffi.offsetof("FfgError", "message"),
         ffi.sizeof("FfgAllocator"), ffi.sizeof("FfgSlot"), ffi.sizeof("FfgDescription"),
     ]

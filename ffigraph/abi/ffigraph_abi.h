@@ -97,17 +97,26 @@ typedef struct FfgTensor {
 } FfgTensor;
 
 /*
- * An output slot, filled by P_run.
+ * An output slot.
+ * Before P_run the host may offer a block for the result: host_buffer (NULL for
+ * none) of host_capacity bytes. P_run fills the rest:
+ *   alias_of == FFG_OUT_OWNED (-1): the data lies in base, a block the host now owns
+ *     and must release exactly once with the allocator given to P_create (free()
+ *     when none was given);
+ *   alias_of == FFG_OUT_HOST_BUFFER (-2): the result was written into host_buffer,
+ *     C-contiguous from its start; base is NULL;
+ *   alias_of >= 0: the data lies inside input slot alias_of's memory (no copy);
+ *     the host keeps that input alive as long as the output.
  * tensor.shape and tensor.strides point into the state and stay valid until the
  * next P_run or P_destroy on that state: copy them.
- * When base is not NULL the host owns that block and must release it exactly once
- * with the allocator given to P_create (free() when none was given).
- * When alias_of >= 0 the data lies inside input slot alias_of's memory (no copy
- * was made); the host keeps that input alive as long as the output.
  */
+enum { FFG_OUT_OWNED = -1, FFG_OUT_HOST_BUFFER = -2 };
+
 typedef struct FfgOutput {
     FfgTensor tensor;
     void *base;
+    void *host_buffer;
+    int64_t host_capacity;
     int32_t alias_of;
     int32_t reserved;
 } FfgOutput;
@@ -165,6 +174,7 @@ typedef void ffg_destroy_fn(void *state);
     (int64_t)offsetof(FfgTensor, dtype), (int64_t)offsetof(FfgTensor, shape), \
     (int64_t)offsetof(FfgTensor, strides), (int64_t)offsetof(FfgTensor, byte_offset), \
     (int64_t)sizeof(FfgOutput), (int64_t)offsetof(FfgOutput, base), \
+    (int64_t)offsetof(FfgOutput, host_buffer), (int64_t)offsetof(FfgOutput, host_capacity), \
     (int64_t)offsetof(FfgOutput, alias_of), (int64_t)sizeof(FfgError), \
     (int64_t)offsetof(FfgError, message), (int64_t)sizeof(FfgAllocator), \
     (int64_t)sizeof(FfgSlot), (int64_t)sizeof(FfgDescription)

@@ -236,7 +236,6 @@ class Function:
                  output_cells, shared, update_targets, trust_input):
         self.name = name
         self.maker = FunctionMaker(fgraph, mode, linker, inputs, outputs)
-        self.trust_input = trust_input
         self._single = single
         self._thunk = thunk
         self._input_cells = input_cells
@@ -251,10 +250,31 @@ class Function:
             if spec.name is not None:
                 self._names.setdefault(spec.name, pos)
         self._defaults = [spec.value if spec.has_default else _MISSING for spec in inputs]
+        # A linker that can take values directly (the whole-graph C linker) skips the cells.
+        self._direct = getattr(linker, "direct_call", None)
+        self._shared_cells = [s.container.storage for s in shared]
+        self._update_cells = [shared[t].container.storage for t in update_targets]
+        self._n_inputs = len(inputs)
+        self.trust_input = trust_input
+
+    @property
+    def trust_input(self):
+        return self._trust_input
+
+    @trust_input.setter
+    def trust_input(self, value):
+        self._trust_input = bool(value)
+        self._trusted_plain = self._trust_input and not getattr(self, "_shared_cells", True)
 
     # ---- calling
 
     def __call__(self, *args, **kwargs):
+        direct = self._direct
+        if direct is not None:
+            if self._trusted_plain and not kwargs and len(args) == self._n_inputs:
+                outs = direct(args)  # the hot path: no filtering, no shared state, no updates
+                return outs[0] if self._single else outs
+            return self._call_direct(args, kwargs)
         try:
             if self.trust_input and not kwargs:
                 cells = self._input_cells
@@ -277,7 +297,40 @@ class Function:
             return outs[0]
         return outs
 
-    def _fill_inputs(self, args, kwargs):
+    def _call_direct(self, args, kwargs):
+        if self.trust_input and not kwargs:
+            if len(args) != len(self._specs):
+                raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(self._specs), len(args)))
+            values = args
+        else:
+            values = self._filtered_values(args, kwargs)
+        if self._shared_cells:
+            values = list(values) + [cell[0] for cell in self._shared_cells]
+        outs = self._direct(values)
+        n = self._n_outputs
+        for k, cell in enumerate(self._update_cells):
+            cell[0] = outs[n + k]
+        if self._single:
+            return outs[0]
+        return outs[:n] if self._update_cells else outs
+
+    def _filtered_values(self, args, kwargs):
+        n = len(self._specs)
+        if not kwargs and len(args) == n:
+            values = list(args)
+        else:
+            values = self._bind(args, kwargs)
+        filters = self._filters
+        for pos, value in enumerate(values):
+            try:
+                values[pos] = filters[pos](value)
+            except (TypeError, ValueError) as err:
+                raise type(err)("%s: bad value for input %s: %s"
+                                % (self._label(), self._describe_input(pos), err)) from None
+        return values
+
+    def _bind(self, args, kwargs):
+        """Positional and keyword arguments, with defaults, as one list in input order."""
         n = len(self._specs)
         if len(args) > n:
             raise TypeError("%s takes at most %d inputs, got %d" % (self._label(), n, len(args)))
@@ -295,11 +348,12 @@ class Function:
                 value = self._defaults[pos]
                 if value is _MISSING:
                     raise TypeError("%s: missing input %s" % (self._label(), self._describe_input(pos)))
-            try:
-                self._input_cells[pos][0] = self._filters[pos](value)
-            except (TypeError, ValueError) as err:
-                raise type(err)("%s: bad value for input %s: %s"
-                                % (self._label(), self._describe_input(pos), err)) from None
+                values[pos] = value
+        return values
+
+    def _fill_inputs(self, args, kwargs):
+        for cell, value in zip(self._input_cells, self._filtered_values(args, kwargs)):
+            cell[0] = value
 
     def _describe_input(self, pos):
         spec = self._specs[pos]

@@ -51,7 +51,12 @@ class TensorCType(CType):
         return "ffg_array %(name)s;" % dict(name=name)
 
     def c_init(self, name, sub):
-        return "%(name)s.data = NULL;\n%(name)s.owned = NULL;" % dict(name=name)
+        return "%(name)s.data = NULL;\n%(name)s.owned = NULL;\n%(name)s.offered = NULL;\n%(name)s.in_offered = 0;" % dict(
+            name=name)
+
+    def c_offer_output(self, name, sub):
+        """Let the node computing this output write into the block the host offers."""
+        return "ffg_offer(&%s, %s);" % (name, sub["output"])
 
     def c_extract(self, name, sub, check_input=True):
         code, bits = dtype_code(self.numpy_dtype)

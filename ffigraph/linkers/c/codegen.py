@@ -167,7 +167,7 @@ class _Generator:
                 raise ValueError("output %s is neither computed nor an input; it must be copied first" % var)
         node_functions, calls = self._nodes()
         first_cleanup = cleanups[-1][0] if cleanups else "__label_end"
-        body = "\n".join(setups) + "\n" + calls + "\n" + self._syncs(first_cleanup) + "\n" \
+        body = "\n".join(setups) + "\n" + self._offers(seen) + calls + "\n" + self._syncs(first_cleanup) + "\n" \
             + "\n".join(code for _, code in reversed(cleanups)) + "\n__label_end:;"
         source = self._unit(body, node_functions)
         digest = hashlib.sha256(source.encode()).hexdigest()
@@ -223,6 +223,17 @@ class _Generator:
 
     def _close_var(self, var, name, label, sub):
         return "%s:;\n%s" % (label, _dedent(var.type.c_cleanup(name, sub)))
+
+    def _offers(self, computed):
+        """Computed outputs may be written straight into blocks the host offers."""
+        lines = []
+        for slot, var in enumerate(self.outputs):
+            if var.owner is not None and var not in self.outputs[:slot]:
+                sub = dict(output="(&outputs[%d])" % slot)
+                code = _optional(var.type, "c_offer_output", self.name(var), sub)
+                if code:
+                    lines.append(code)
+        return "\n".join(lines) + ("\n" if lines else "")
 
     def _syncs(self, fail_label):
         """Hand every output to its slot, on success only (after all nodes ran)."""
@@ -424,7 +435,7 @@ __create_fail:
     f = &state->frame;   /* in the state, not on the stack: a large graph has a large frame */
     for (k = 0; k < n_outputs; ++k) {
         outputs[k].base = NULL;
-        outputs[k].alias_of = -1;
+        outputs[k].alias_of = FFG_OUT_OWNED;
         outputs[k].tensor.data = NULL;
     }
 %(body)s

@@ -82,6 +82,11 @@ class CType(CLinkerObject):
     def c_cleanup(self, name, sub):
         return ""
 
+    def c_offer_output(self, name, sub):
+        """C run before the nodes for a computed output: it may take the host's offered block
+        (``%(output)s->host_buffer``). Optional; the default ignores the offer."""
+        return ""
+
     def c_literal(self, name, data):
         """C initialising ``name`` (already declared) to the constant ``data``, and
         global definitions it needs: returns (globals, statements). None: not supported."""

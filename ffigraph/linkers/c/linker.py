@@ -12,9 +12,19 @@ from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
 from ffigraph.linkers.c.codegen import generate, node_has_c_code
 from ffigraph.linkers.c.load import library_for
-from ffigraph.linkers.c.marshal import CallBlock, from_dlpack_or_array
+import numpy as np
+
+from ffigraph.linkers.c.interface import CType
+from ffigraph.linkers.c.marshal import CallBlock, as_host_array
+
+ndarray = np.ndarray
 
 ROLE_INPUT, ROLE_SHARED, ROLE_OUTPUT, ROLE_UPDATE = 0, 1, 2, 3
+
+
+def _is_tensor_type(t):
+    """Values already are numpy arrays in the slot's dtype (no conversion hooks needed)."""
+    return type(t).to_c_value is CType.to_c_value and type(t).from_c_value is CType.from_c_value
 
 
 def _alias_slot(var, inputs):
@@ -37,7 +47,9 @@ def _alias_slot(var, inputs):
 class CompiledGraph:
     """A loaded library plus one state and call block: the thing a thunk calls."""
 
-    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None):
+    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, annotate=True):
+        self.fgraph = fgraph
+        self.annotate = annotate  # name the failing node of fgraph in errors (not for one-node graphs)
         inputs = list(fgraph.inputs)
         alias = [_alias_slot(v, inputs) for v in fgraph.outputs]
         self.source = generate(fgraph, input_roles, output_roles, alias)
@@ -50,26 +62,40 @@ class CompiledGraph:
         self.state = ffi.gc(state, self.library.destroy)
         self.inputs = inputs
         self.outputs = list(fgraph.outputs)
-        self.to_c = [v.type.to_c_value for v in inputs]
-        self.from_c = [v.type.from_c_value for v in fgraph.outputs]
-        self.block = CallBlock(len(inputs), len(self.outputs),
-                               [v.type.c_abi_dtype() for v in self.outputs],
-                               [getattr(v.type, "ndim", 0) for v in self.outputs])
+        self.to_c = [None if _is_tensor_type(v.type) else v.type.to_c_value for v in inputs]
+        self.from_c = [None if _is_tensor_type(v.type) else v.type.from_c_value for v in self.outputs]
+        offer = [v.owner is not None and _is_tensor_type(v.type) for v in self.outputs]
+        self.block = CallBlock(len(inputs), len(self.outputs), [v.type.c_abi_dtype() for v in self.outputs], offer)
         self.nodes = self.source.nodes
+        self.call = self._make_call()
 
-    def call(self, in_values):
-        """Run on input values; returns the output values, or raises from the error record."""
+    def _make_call(self):
+        """The call: values in, output values out (or an exception from the error record)."""
         block = self.block
-        try:
-            for i, value in enumerate(in_values):
-                block.set_input(i, from_dlpack_or_array(self.to_c[i](value)))
-            rc = self.library.run(self.state, block.inputs, block.n_inputs, block.outputs,
-                                  block.n_outputs, block.err)
-            if rc:
+        set_input, offer, get_output = block.set_input, block.offer_outputs, block.get_output
+        run, state = self.library.run, self.state
+        tensors, n_in, outputs, n_out, err = block.inputs, block.n_inputs, block.outputs, block.n_outputs, block.err
+        to_c, from_c = self.to_c, self.from_c
+        plain = all(c is None for c in to_c) and all(c is None for c in from_c)
+        out_range = range(n_out)
+
+        def call(values):
+            i = 0
+            for value in values:
+                conv = to_c[i]
+                if conv is not None:
+                    value = conv(value)
+                set_input(i, value if value.__class__ is ndarray else as_host_array(value))
+                i += 1
+            offer()
+            if run(state, tensors, n_in, outputs, n_out, err):
+                block.release_inputs()
                 raise self._exception()
-            return [conv(block.get_output(k)) for k, conv in enumerate(self.from_c)]
-        finally:
-            block.release_inputs()
+            if plain:
+                return [get_output(k) for k in out_range]
+            return [get_output(k) if conv is None else conv(get_output(k)) for k, conv in zip(out_range, from_c)]
+
+        return call
 
     def _exception(self):
         cls, message, node_index, input_index = self.block.error()
@@ -78,6 +104,8 @@ class CompiledGraph:
         exc = cls(message)
         exc.failed_node_index = node_index
         exc.failed_input_index = input_index
+        if self.annotate and 0 <= node_index < len(self.nodes):
+            annotate_node_error(exc, self.nodes[node_index], node_index, self.fgraph)
         return exc
 
 
@@ -110,20 +138,14 @@ class CLinker(Linker):
                                       % ", ".join("#%d %s" % (order.index(n), n) for n in missing))
         compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler)
         self.compiled = compiled
+        self.direct_call = compiled.call   # Function calls this directly, skipping the cells
         storage_map = make_storage_map(fgraph, input_storage)
         in_cells = [storage_map[v] for v in fgraph.inputs]
         out_cells = [storage_map[v] for v in fgraph.outputs]
-        nodes = compiled.nodes
+        call = compiled.call
 
         def thunk():
-            try:
-                values = compiled.call([cell[0] for cell in in_cells])
-            except Exception as err:
-                index = getattr(err, "failed_node_index", -1)
-                if 0 <= index < len(nodes):
-                    raise annotate_node_error(err, nodes[index], index, fgraph)
-                raise
-            for cell, value in zip(out_cells, values):
+            for cell, value in zip(out_cells, call([cell[0] for cell in in_cells])):
                 cell[0] = value
 
         thunk.nodes = order
@@ -184,7 +206,7 @@ class OpWiseCLinker(Linker):
 
     def _c_thunk(self, node, storage_map):
         small, inputs = _node_graph(node)
-        compiled = CompiledGraph(small, compiler=self.compiler)
+        compiled = CompiledGraph(small, compiler=self.compiler, annotate=False)
         in_cells = [storage_map[v] for v in inputs]
         out_cells = [storage_map[v] for v in node.outputs]
 
@@ -218,7 +240,9 @@ class CVMLinker(Linker):
             self.chosen = CLinker(self.compiler)
         else:
             self.chosen = OpWiseCLinker(self.compiler)
-        return self.chosen.accept(self.fgraph, self.no_recycling).make_thunk(input_storage)
+        result = self.chosen.accept(self.fgraph, self.no_recycling).make_thunk(input_storage)
+        self.direct_call = getattr(self.chosen, "direct_call", None)
+        return result
 
     def describe_nodes(self):
         return self.chosen.describe_nodes()

@@ -1,9 +1,15 @@
 """Moving values across the ABI: numpy arrays into FfgTensor slots, output slots into arrays.
 
 Inputs are passed without a copy whenever the array can be described
-(any strides in whole elements, negative and zero included). Outputs come
-back without a copy: the array's base keeps the C block alive and frees it
-exactly once (``ffi.gc``), or keeps the input it views alive.
+(strides in whole elements, negative and zero included). Outputs come back
+without a copy: usually the library writes straight into a numpy array the
+host offered (sized like the previous result); otherwise the array's base
+keeps the library's block alive and frees it exactly once (``ffi.gc``), or
+keeps alive the input it views.
+
+This is the per-call hot path: it avoids Python-level allocation besides the
+outputs, and skips re-describing an input that is the very object passed
+last time (holding that reference keeps its buffer valid).
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import numpy as np
 from ffigraph.abi import DEVICE_CPU, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
 
 _NULL = ffi.NULL
+_HOST_BUFFER = -2
 _DTYPE_CODES = {}
 
 
@@ -32,11 +39,20 @@ def describable(arr):
     return arr
 
 
-def from_dlpack_or_array(value):
-    """numpy view of an object with ``__dlpack__`` (CPU), or the value itself."""
-    if not isinstance(value, np.ndarray) and hasattr(value, "__dlpack__") and hasattr(np, "from_dlpack"):
+def as_host_array(value):
+    """A numpy array for ``value``: arrays pass, ``__dlpack__`` objects (CPU) are viewed, others converted."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__") and hasattr(np, "from_dlpack"):
         return np.from_dlpack(value)
-    return value
+    return np.asarray(value)
+
+
+def _data_pointer(arr):
+    try:
+        return ffi.from_buffer(arr)  # fast, for contiguous arrays (the buffer protocol refuses others)
+    except (TypeError, ValueError, BufferError):
+        return ffi.cast("void *", arr.__array_interface__["data"][0])
 
 
 class _OutputArray:
@@ -52,7 +68,7 @@ class _OutputArray:
 class CallBlock:
     """Preallocated ABI structs for one library state: inputs, outputs, shape/stride storage, error."""
 
-    def __init__(self, n_inputs, n_outputs, out_dtypes, out_ndims):
+    def __init__(self, n_inputs, n_outputs, out_dtypes, out_offer):
         self.n_inputs = n_inputs
         self.n_outputs = n_outputs
         self.inputs = ffi.new("FfgTensor[]", max(n_inputs, 1))
@@ -60,65 +76,107 @@ class CallBlock:
         self.outputs = ffi.new("FfgOutput[]", max(n_outputs, 1))
         self.err = ffi.new("FfgError *")
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
-        self.out_ndims = list(out_ndims)
-        self.keep = [None] * n_inputs   # the arrays whose memory the slots point at
+        self.out_offer = list(out_offer)            # which outputs may be written into a host array
+        self.out_last_shape = [None] * n_outputs     # shape of the previous result: the next offer
+        self.offered = [None] * n_outputs
+        # cdata views of each slot, made once (indexing a cdata array allocates)
+        self.out_slots = [self.outputs[k] for k in range(n_outputs)]
+        self.out_tensors = [o.tensor for o in self.out_slots]
+        self.keep = [None] * n_inputs   # the arrays the input slots point at
+        self.described = [None] * n_inputs  # (shape, strides, dtype) last written into each slot
+        self.data_refs = [None] * n_inputs
         for i in range(n_inputs):
             t = self.inputs[i]
             t.device.device_type = DEVICE_CPU
             t.device.device_id = 0
             t.dtype.lanes = 1
+            t.byte_offset = 0
             t.shape = self.dims + 2 * MAX_NDIM * i
             t.strides = self.dims + 2 * MAX_NDIM * i + MAX_NDIM
 
     def set_input(self, i, arr):
         """Point slot i at ``arr`` (an ndarray) without copying when it can be described."""
-        if arr.ndim > MAX_NDIM:
+        shape, strides, dtype = arr.shape, arr.strides, arr.dtype
+        if arr is self.keep[i] and self.described[i] == (shape, strides, dtype):
+            return  # the same object as last call, unchanged: the slot still describes it
+        ndim = len(shape)
+        if ndim > MAX_NDIM:
             raise ValueError("arrays of more than %d dimensions cannot cross the ABI" % MAX_NDIM)
-        arr = describable(arr)
-        self.keep[i] = arr
+        src = describable(arr)
         t = self.inputs[i]
-        t.data = ffi.cast("void *", arr.__array_interface__["data"][0])
-        t.byte_offset = 0
-        t.ndim = arr.ndim
-        code, bits = _code_of(arr.dtype)
+        ref = _data_pointer(src)
+        t.data = ref
+        t.ndim = ndim
+        code, bits = _code_of(dtype)
         t.dtype.code = code
         t.dtype.bits = bits
-        itemsize = arr.itemsize
-        shape, strides = t.shape, t.strides
-        for d, (n, s) in enumerate(zip(arr.shape, arr.strides)):
-            shape[d] = n
-            strides[d] = s // itemsize
-        return arr
+        itemsize = src.itemsize
+        tshape, tstrides = t.shape, t.strides
+        for d in range(ndim):
+            tshape[d] = shape[d]
+            tstrides[d] = src.strides[d] // itemsize
+        self.keep[i] = arr
+        self.data_refs[i] = (src, ref)
+        self.described[i] = (shape, strides, dtype) if src is arr else None
 
-    def release_inputs(self):
-        for i in range(self.n_inputs):
-            self.keep[i] = None
+    def offer_outputs(self):
+        """Offer each output a fresh numpy array shaped like its previous result."""
+        for k, o in enumerate(self.out_slots):
+            shape = self.out_last_shape[k]
+            if shape is None or not self.out_offer[k]:
+                o.host_buffer = _NULL
+                o.host_capacity = 0
+                self.offered[k] = None
+                continue
+            buf = np.empty(shape, self.out_dtypes[k])
+            o.host_buffer = ffi.from_buffer(buf)
+            o.host_capacity = buf.nbytes
+            self.offered[k] = buf
 
     def get_output(self, k):
         """The k-th output as an ndarray that owns (or keeps alive) its memory."""
-        o = self.outputs[k]
-        t = o.tensor
-        ndim = t.ndim
+        o = self.out_slots[k]
+        t = self.out_tensors[k]
+        shape = tuple(ffi.unpack(t.shape, t.ndim)) if t.ndim else ()
+        alias = o.alias_of
+        if alias == _HOST_BUFFER:
+            buf = self.offered[k]
+            self.offered[k] = None
+            if buf.shape != shape:
+                buf = buf.reshape(-1)[:_size(shape)].reshape(shape)
+            self.out_last_shape[k] = shape
+            return buf
         dtype = dtype_from_code(t.dtype.code, t.dtype.bits)
-        shape = tuple(t.shape[d] for d in range(ndim))
         itemsize = dtype.itemsize
-        strides = tuple(t.strides[d] * itemsize for d in range(ndim))
+        strides = tuple([s * itemsize for s in ffi.unpack(t.strides, t.ndim)]) if t.ndim else ()
         address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
         if o.base != _NULL:
-            size = 1
-            for n in shape:
-                size *= n
-            keep = ffi.gc(o.base, c_free, size=size * itemsize)
-        elif o.alias_of >= 0:
-            keep = self.keep[o.alias_of]
+            keep = ffi.gc(o.base, c_free, size=_size(shape) * itemsize)
+            self.out_last_shape[k] = shape
+        elif alias >= 0:
+            keep = self.keep[alias]
         else:
             raise RuntimeError("output %d came back with neither its own memory nor an input to view" % k)
         interface = {"data": (address, False), "shape": shape, "strides": strides,
                      "typestr": dtype.str, "version": 3}
         return np.asarray(_OutputArray(interface, keep))
 
+    def release_inputs(self):
+        """Forget every input (after a failure, or when asked not to hold references)."""
+        for i in range(self.n_inputs):
+            self.keep[i] = None
+            self.data_refs[i] = None
+            self.described[i] = None
+
     def error(self):
         """(exception class, message, node index, input index) from the error record."""
         err = self.err
         cls = error_codes().get(err.code, ("runtime", RuntimeError))[1]
         return cls, ffi.string(err.message).decode("utf-8", "replace"), err.node, err.input
+
+
+def _size(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n

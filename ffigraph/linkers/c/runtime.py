@@ -18,6 +18,9 @@ typedef struct ffg_array {
     int64_t shape[FFG_MAX_NDIM];
     int64_t strides[FFG_MAX_NDIM];
     void *owned;          /* block to release in cleanup (NULL when borrowed or handed over) */
+    char *offered;        /* for an output: the host's block, used when the result fits (else NULL) */
+    int64_t offered_bytes;
+    int in_offered;       /* data lies in the offered block */
 } ffg_array;
 
 static void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char *fmt, ...)
@@ -79,6 +82,13 @@ static int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t 
         a->strides[d] = stride;
         stride *= shape[d] > 0 ? shape[d] : 1;
     }
+    if (a->offered != NULL && n * (int64_t)itemsize <= a->offered_bytes) {
+        /* an output, and the host's block fits: write there, nothing to hand over */
+        a->data = a->offered;
+        a->owned = NULL;
+        a->in_offered = 1;
+        return 0;
+    }
     a->owned = ffg_malloc(al, (size_t)n * itemsize);
     if (a->owned == NULL) {
         ffg_set_error(err, FFG_ERR_NOMEM, -1, "could not allocate %lld bytes", (long long)(n * (int64_t)itemsize));
@@ -132,6 +142,8 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
     int64_t stride = 1;
     a->data = NULL;
     a->owned = NULL;   /* first, so c_cleanup is safe whatever check fails */
+    a->offered = NULL;
+    a->in_offered = 0;
     if (check) {
         if (t->device.device_type != FFG_DEVICE_CPU) {
             ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a CPU array, got device type %d",
@@ -194,8 +206,16 @@ static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim
     o->tensor.strides = strides_store;
     o->tensor.byte_offset = 0;
     o->base = a->owned;
-    o->alias_of = alias_of;
+    o->alias_of = a->in_offered ? FFG_OUT_HOST_BUFFER : (a->owned ? FFG_OUT_OWNED : alias_of);
     a->owned = NULL;
+}
+
+/* Before the nodes run: let an output's allocation use the block the host offers. */
+static void ffg_offer(ffg_array *a, const FfgOutput *o)
+{
+    a->offered = (char *)o->host_buffer;
+    a->offered_bytes = o->host_buffer ? o->host_capacity : 0;
+    a->in_offered = 0;
 }
 
 static int ffg_is_c_contiguous(const ffg_array *a, int ndim)
@@ -258,6 +278,8 @@ static int ffg_publish_scalar(FfgOutput *o, const void *value, int code, int bit
                               const FfgAllocator *al, FfgError *err)
 {
     ffg_array a;
+    a.offered = NULL;
+    a.in_offered = 0;
     if (ffg_alloc_array(&a, 0, NULL, (size_t)bits / 8, al, err))
         return -1;
     memcpy(a.data, value, (size_t)bits / 8);
