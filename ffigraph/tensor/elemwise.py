@@ -155,7 +155,7 @@ class Elemwise(Op):
     def c_support_code_apply(self, node, name):
         from ffigraph.tensor.elemwise_c import elemwise_support_code
 
-        return elemwise_support_code(node)
+        return elemwise_support_code(self, node)
 
     def c_headers(self, **kwargs):
         return ["<math.h>"]

@@ -30,9 +30,18 @@ def _operand_dtypes(scalar_op, in_dtypes, cdt):
     return [cdt] * len(in_dtypes)
 
 
-def elemwise_support_code(node):
-    dtypes = {v.type.dtype for v in node.inputs + node.outputs}
-    return "\n".join(support_code(d) for d in sorted(dtypes))
+_NEEDS_HELPERS = ("int_div", "mod", "pow", "sigmoid", "softplus")
+
+
+def elemwise_support_code(op, node):
+    """The helper functions the node's expression calls (none for most ops: less to compile)."""
+    sop = op.scalar_op
+    if sop.name not in _NEEDS_HELPERS:
+        return ""
+    in_dtypes = [v.type.dtype for v in node.inputs]
+    if any(np.dtype(d).kind == "c" for d in in_dtypes):
+        return ""
+    return support_code(compute_dtype(sop, in_dtypes, node.outputs[0].type.dtype))
 
 
 def elemwise_c_code(op, node, inputs, outputs, sub):
