@@ -282,6 +282,8 @@ class _Generator:
             self._add_unique(self.init_code, [init])
             self.struct_cleanup.append(_optional(op, "c_cleanup_code_struct", node, nname) or "")
         version = _optional(op, "c_code_cache_version_apply", node)
+        if version is None:
+            version = _optional(op, "c_code_cache_version")
         if not version:
             self.cacheable = False
         code = op.c_code(node, nname, ins, outs, sub)
