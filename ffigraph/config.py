@@ -25,8 +25,12 @@ def _interpreter_tag() -> str:
 
 
 def _default_compiledir() -> str:
+    """$FFIGRAPH_COMPILEDIR if set, else the user cache dir; always one folder per platform+interpreter."""
     import platformdirs
 
+    override = os.environ.get("FFIGRAPH_COMPILEDIR")
+    if override:
+        return os.path.join(override, "compiledir_" + _interpreter_tag())
     base = platformdirs.user_cache_dir("ffigraph")
     return os.path.join(base, "compiledir_" + _interpreter_tag())
 

@@ -1,9 +1,11 @@
 """Loading built libraries with cffi's ABI mode, after checking version and struct layout."""
 from __future__ import annotations
 
+import os
 import threading
 
 from ffigraph.abi import ABI_VERSION, declare_entry_points, expected_layout, ffi
+from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import build_library
 
 
@@ -18,6 +20,8 @@ class LoadedLibrary:
         declare_entry_points(prefix)
         self.path = path
         self.prefix = prefix
+        self.source_path = os.path.join(os.path.dirname(path), cache.SOURCE_NAME) \
+            if os.path.basename(path) == cache.LIB_NAME else path[:-3] + ".c"
         self.lib = ffi.dlopen(path)
         self.version = getattr(self.lib, prefix + "_version")
         self.describe = getattr(self.lib, prefix + "_describe")
@@ -63,7 +67,11 @@ def library_for(graph_source, compiler=None):
         with _memo_lock:
             if key in _memo:
                 return _memo[key]
-        path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
+        path = None
+        if graph_source.cacheable:  # every type and op gave a c_code_cache_version
+            path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler)
+        if path is None:  # kept for this process only
+            path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
         loaded = LoadedLibrary(path, graph_source.prefix)
         with _memo_lock:
             _memo[key] = loaded
@@ -71,6 +79,6 @@ def library_for(graph_source, compiler=None):
 
 
 def built_libraries():
-    """Paths of every library this process has built and loaded (for inspection and tests)."""
+    """(library path, source path) of every library this process has loaded (for inspection and tests)."""
     with _memo_lock:
-        return [lib.path for lib in _memo.values()]
+        return [(lib.path, lib.source_path) for lib in _memo.values()]

@@ -1,0 +1,305 @@
+"""The on-disk compile cache: content-keyed, locked per key, published atomically, private.
+
+Layout under ``config.compiledir`` (already one folder per platform and interpreter)::
+
+    entries/<key[:2]>/<key>/   lib.so, source.c, meta.json   (a published entry)
+    locks/<key>.lock           one filelock per key: a key builds once, keys build in parallel
+    tmp/<random>/              private build folders, renamed into entries/ when complete
+    compilers.json             the compiler identity probe, so a warm process runs no subprocess
+
+A key hashes the whole source, the ABI version, the compiler's identity (path
+and version text) and every flag and library. ``meta.json`` is JSON (loading
+an entry never runs Python) and records the library's SHA-256; an entry whose
+library is missing or does not match is moved aside and rebuilt, never
+loaded. Directories are created mode 0700, and an entry or folder that another
+user owns or that group/others may write is refused: loading a library runs
+its code.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+import warnings
+
+from filelock import FileLock
+
+from ffigraph.abi import ABI_VERSION
+from ffigraph.config import config
+from ffigraph.linkers.c.build import build_library, compiler_command
+
+META_NAME = "meta.json"
+LIB_NAME = "lib.so"
+SOURCE_NAME = "source.c"
+STALE_TMP_SECONDS = 3600
+
+
+class CacheSecurityError(RuntimeError):
+    """A cache folder or entry is owned by someone else or writable by group/others."""
+
+
+class CacheUnavailableWarning(UserWarning):
+    """The cache directory cannot be used; libraries are built in a per-process folder instead."""
+
+
+class CorruptEntryWarning(UserWarning):
+    """An entry was damaged (missing library, hash mismatch, bad metadata) and is being rebuilt."""
+
+
+# ------------------------------------------------------------------ folders and their safety
+
+
+def root():
+    return os.path.abspath(os.path.expanduser(config.compiledir))
+
+
+def check_private(path):
+    """Refuse ``path`` unless the current user owns it and no one else may write to it."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        raise CacheSecurityError("%s is a symbolic link; the compile cache refuses links (remove it)" % path)
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheSecurityError("%s is owned by uid %d, not by you (uid %d); loading it would run another "
+                                 "user's code. Remove it or point ffigraph.config.compiledir elsewhere."
+                                 % (path, st.st_uid, os.getuid()))
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise CacheSecurityError("%s is writable by group or others (mode %o); fix it with "
+                                 "'chmod go-w %s' or remove it" % (path, stat.S_IMODE(st.st_mode), path))
+
+
+def _private_dir(path):
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    check_private(path)
+    return path
+
+
+def _folders():
+    base = _private_dir(root())
+    return (_private_dir(os.path.join(base, "entries")), _private_dir(os.path.join(base, "locks")),
+            _private_dir(os.path.join(base, "tmp")))
+
+
+# ------------------------------------------------------------------ the key
+
+
+_compiler_ids = {}
+_compiler_lock = threading.Lock()
+
+
+def compiler_identity(cc):
+    """``"<path> | <first line of --version>"``, probed once per compiler file and remembered on disk."""
+    path = shutil.which(cc) or cc
+    try:
+        st = os.stat(path)
+        stamp = "%s:%d:%d" % (path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = path
+    with _compiler_lock:
+        if stamp in _compiler_ids:
+            return _compiler_ids[stamp]
+        known_file = os.path.join(root(), "compilers.json")
+        known = _read_json(known_file) or {}
+        ident = known.get(stamp)
+        if ident is None:
+            try:
+                out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     universal_newlines=True, timeout=60).stdout
+                ident = "%s | %s" % (path, out.splitlines()[0] if out else "unknown version")
+            except (OSError, subprocess.SubprocessError):
+                ident = "%s | not runnable" % path
+            known[stamp] = ident
+            _write_json_atomic(known_file, known)
+        _compiler_ids[stamp] = ident
+        return ident
+
+
+def cache_key(source, requirements, compiler=None):
+    cc = compiler or config.cxx
+    head, libs = compiler_command(requirements, cc)
+    parts = ["abi=%d" % ABI_VERSION, "compiler=" + compiler_identity(cc), "flags=" + " ".join(head[1:]),
+             "libs=" + " ".join(libs), "source=" + hashlib.sha256(source.encode()).hexdigest()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------ entries
+
+
+def _read_json(path):
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def _write_json_atomic(path, data):
+    tmp = "%s.%s.tmp" % (path, uuid.uuid4().hex)
+    try:
+        with open(tmp, "w") as fh:
+            json.dump(data, fh, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+
+
+def _sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def entry_dir(key):
+    return os.path.join(root(), "entries", key[:2], key)
+
+
+def validate_entry(path, key):
+    """The library path of a sound entry; None if absent; raises ValueError (why) if damaged."""
+    if not os.path.lexists(path):
+        return None
+    check_private(path)
+    meta = _read_json(os.path.join(path, META_NAME))
+    if not isinstance(meta, dict) or meta.get("key") != key:
+        raise ValueError("metadata missing, unreadable or for another key")
+    lib = os.path.join(path, LIB_NAME)
+    if not os.path.isfile(lib):
+        raise ValueError("library missing")
+    check_private(lib)
+    if _sha256_file(lib) != meta.get("lib_sha256"):
+        raise ValueError("library does not match its recorded hash (truncated or modified)")
+    return lib
+
+
+def _discard(path):
+    """Move a damaged entry out of the way (a rename is atomic; deletion can follow at leisure)."""
+    trash = os.path.join(root(), "tmp", "discarded-" + uuid.uuid4().hex)
+    try:
+        os.rename(path, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _publish(key, source, requirements, compiler, tmp_root):
+    build_dir = tempfile.mkdtemp(prefix="build-", dir=tmp_root)
+    try:
+        build_library(source, "lib", requirements, compiler, directory=build_dir)  # lib.c -> lib.so
+        os.rename(os.path.join(build_dir, "lib.c"), os.path.join(build_dir, SOURCE_NAME))
+        meta = dict(key=key, abi_version=ABI_VERSION, compiler=compiler_identity(compiler or config.cxx),
+                    created=time.time(), lib_sha256=_sha256_file(os.path.join(build_dir, LIB_NAME)),
+                    source_sha256=hashlib.sha256(source.encode()).hexdigest())
+        with open(os.path.join(build_dir, META_NAME), "w") as fh:
+            json.dump(meta, fh, indent=1, sort_keys=True)
+        target = entry_dir(key)
+        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+        os.rename(build_dir, target)  # atomic: readers see no entry or a whole one
+        return os.path.join(target, LIB_NAME)
+    except BaseException:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        raise
+
+
+def get_or_build(source, requirements, compiler=None):
+    """The path of a library built from ``source``, from the cache or freshly published to it.
+
+    Returns None when the cache cannot be used (the caller builds privately).
+    """
+    try:
+        _, locks, tmp_root = _folders()
+    except OSError as err:
+        warnings.warn("the compile cache at %s is not usable (%s); building in a per-process folder "
+                      "instead" % (root(), err), CacheUnavailableWarning)
+        return None
+    key = cache_key(source, requirements, compiler)
+    path = entry_dir(key)
+    try:
+        lib = validate_entry(path, key)
+        if lib is not None:
+            return lib  # the warm path: no lock, no subprocess
+    except ValueError:
+        pass  # damaged: rebuild under the lock
+    with FileLock(os.path.join(locks, key + ".lock")):
+        try:
+            lib = validate_entry(path, key)
+            if lib is not None:
+                return lib  # another process built it while we waited
+        except ValueError as why:
+            warnings.warn("compile cache entry %s is damaged (%s); rebuilding it" % (path, why),
+                          CorruptEntryWarning)
+            _discard(path)
+        return _publish(key, source, requirements, compiler, tmp_root)
+
+
+# ------------------------------------------------------------------ maintenance (the CLI uses these)
+
+
+def list_entries():
+    """[(key, path, size_bytes, created, sound)] for every entry."""
+    entries_root = os.path.join(root(), "entries")
+    found = []
+    if not os.path.isdir(entries_root):
+        return found
+    for shard in sorted(os.listdir(entries_root)):
+        shard_dir = os.path.join(entries_root, shard)
+        if not os.path.isdir(shard_dir):
+            continue
+        for key in sorted(os.listdir(shard_dir)):
+            path = os.path.join(shard_dir, key)
+            size = sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+                       if os.path.isfile(os.path.join(path, f)))
+            meta = _read_json(os.path.join(path, META_NAME)) or {}
+            try:
+                sound = validate_entry(path, key) is not None
+            except (ValueError, CacheSecurityError):
+                sound = False
+            found.append((key, path, size, meta.get("created", os.path.getmtime(path)), sound))
+    return found
+
+
+def clean_tmp(older_than=STALE_TMP_SECONDS):
+    """Remove build folders left by processes that died mid-build."""
+    tmp_root = os.path.join(root(), "tmp")
+    removed = 0
+    if not os.path.isdir(tmp_root):
+        return removed
+    now = time.time()
+    for name in os.listdir(tmp_root):
+        path = os.path.join(tmp_root, name)
+        try:
+            if now - os.path.getmtime(path) >= older_than:
+                shutil.rmtree(path, ignore_errors=True)
+                removed += 1
+        except OSError:
+            pass
+    return removed
+
+
+def clear():
+    """Remove every entry, lock and leftover."""
+    count = len(list_entries())
+    for name in ("entries", "locks", "tmp"):
+        shutil.rmtree(os.path.join(root(), name), ignore_errors=True)
+    return count
+
+
+def purge(older_than_days):
+    """Remove entries created more than ``older_than_days`` ago, and stale build folders."""
+    limit = time.time() - older_than_days * 86400
+    removed = 0
+    for key, path, size, created, sound in list_entries():
+        if created < limit or not sound:
+            _discard(path)
+            removed += 1
+    clean_tmp()
+    return removed
