@@ -12,7 +12,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-LINKERS = ["py"]
+LINKERS = ["py", "c", "c|py"]
 
 
 @pytest.fixture(params=LINKERS)

@@ -164,7 +164,9 @@ class DelegatedCOp(COp):
             return None
         try:
             module = importlib.import_module(self.c_impl)
-        except ImportError:
+        except ImportError as err:
+            if err.name != self.c_impl:
+                raise  # the module exists but is broken: say so rather than fall back quietly
             return None
         return getattr(module, fname, None)
 

@@ -154,7 +154,7 @@ class CallBlock:
             keep = ffi.gc(o.base, c_free, size=_size(shape) * itemsize)
             self.out_last_shape[k] = shape
         elif alias >= 0:
-            keep = self.keep[alias]
+            keep = self.data_refs[alias][0]  # the array the slot describes (a copy when strides were odd)
         else:
             raise RuntimeError("output %d came back with neither its own memory nor an input to view" % k)
         interface = {"data": (address, False), "shape": shape, "strides": strides,

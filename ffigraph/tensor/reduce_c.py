@@ -1,0 +1,604 @@
+"""Plain-C code for the reductions of ``ffigraph.tensor.math``: ``Reduce`` and ``ArgReduce``.
+
+The ops delegate here (``c_impl``). One generator covers every kind. The output is allocated
+C-contiguous with the kept axes of the input, then one of two loop nests fills it:
+
+* per output element (the general case): nested loops walk the kept axes in C order (the
+  output is written with ``*po++``), and for each output element nested loops walk the reduced
+  axes in C order, updating an accumulator that is finally converted to the output dtype; when
+  the reduced axes form one run of memory they are walked as a single axis; float sums call a
+  pairwise-summation helper and max/min a helper with eight independent lanes;
+* into the output (when the input's last axis is kept and the output dtype is the accumulator's,
+  as for a column sum): the output is initialised to the identity and the input is walked in C
+  order, each element folded into its output slot, so the inner loop is contiguous on both sides.
+
+Semantics follow ``Reduce.perform`` / ``ArgReduce.perform`` (that is, numpy):
+
+* sum/prod accumulate in the output dtype (float32 results in FLOAT32_ACCUMULATOR), and float
+  sums and means use numpy's pairwise summation along the innermost reduced run (all the
+  reduced axes when they form one run of memory), so results match numpy bit for bit there;
+* integer overflow wraps (the arithmetic is done in unsigned types, so the C is well defined);
+* mean is ``sum / count`` in the output dtype (0/0 gives NaN);
+* max/min propagate NaN; argmax/argmin give the first occurrence, a NaN counting as the extremum;
+* max/min/argmax/argmin over an empty reduced axis fail with FFG_ERR_VALUE (a ValueError);
+* all/any test ``!= 0`` (so NaN is true) and give bool (uint8 0/1);
+* a reduction over no axes converts/copies each element.
+
+Complex values (and dtypes without a C element type) raise MethodNotDefined, so the node
+runs its Python ``perform`` (under the op-wise linker).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.scalar.c_table import c_cast
+from ffigraph.tensor.ctype import C_ELEMENT_TYPES, c_element_type, c_number
+
+VERSION = (1,)
+
+# The accumulator of float32 sums, products and means. "float32" reproduces numpy (and so
+# ``Reduce.perform``) bit for bit wherever numpy's inner loop runs along the reduced axes
+# (numpy sums float32 pairwise in float32, which does not drift like a naive float loop);
+# the project's tests/test_reductions.py compares float32 sums and products exactly.
+# "float64" (Theano's acc_dtype) is a little more accurate but differs from numpy in the last bit.
+FLOAT32_ACCUMULATOR = "float32"
+
+ORDER_KINDS = ("max", "min", "argmax", "argmin")
+
+
+# ------------------------------------------------------------------ what each kind computes
+
+
+class _Plan:
+    """The C pieces of one reduction: accumulator, per-element load and update, final value."""
+
+    def __init__(self, op, node):
+        self.kind = kind = op.kind
+        self.axes = tuple(op.axis)
+        x, out = node.inputs[0], node.outputs[0]
+        self.ndim = x.type.ndim
+        self.in_dtype = in_dtype = np.dtype(x.type.dtype).name
+        self.out_dtype = out_dtype = np.dtype(out.type.dtype).name
+        for d in (in_dtype, out_dtype):
+            if np.dtype(d).kind == "c":
+                raise MethodNotDefined("%s: no C code for complex values (it runs in Python)" % op)
+            if d not in C_ELEMENT_TYPES:
+                raise MethodNotDefined("%s: no C element type for %s" % (op, d))
+        if kind not in ("sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin"):
+            raise MethodNotDefined("%s: unknown reduction kind %r" % (op, kind))
+        if kind == "mean" and np.dtype(out_dtype).kind != "f":
+            raise MethodNotDefined("%s: a mean into %s runs in Python" % (op, out_dtype))
+        if kind in ("argmax", "argmin") and out_dtype != "int64":
+            raise MethodNotDefined("%s: argmax/argmin give int64, not %s" % (op, out_dtype))
+        self.in_ctype = c_element_type(in_dtype)
+        self.out_ctype = c_element_type(out_dtype)
+        self.pairwise = None     # name of the pairwise-sum helper, for float sums and means
+        self.lanes = None        # name of the max/min helper
+        getattr(self, "_plan_" + {"mean": "sum", "prod": "sum", "min": "max", "argmin": "argmax",
+                                  "any": "all"}.get(kind, kind))()
+
+    # Each _plan_* sets: acc_dtype, acc_ctype, init (C literal), load(src) -> C expression of
+    # acc_ctype (or of value_ctype for the order kinds), update (statements using v),
+    # finish (expression of the output's C type), note (a comment).
+
+    def _plan_sum(self):
+        kind, out_dtype = self.kind, self.out_dtype
+        odt = np.dtype(out_dtype)
+        mul = kind == "prod"
+        if odt.kind == "f":
+            self.acc_dtype = FLOAT32_ACCUMULATOR if odt.name == "float32" else "float64"
+            self.acc_ctype = c_element_type(self.acc_dtype)
+            self.note = "accumulated in %s" % self.acc_ctype
+        else:
+            self.acc_dtype, self.acc_ctype = out_dtype, self.out_ctype
+            self.note = "accumulated in %s" % out_dtype
+        self.value_ctype = self.acc_ctype
+
+        def load(src):
+            as_out = c_cast(src, self.in_dtype, out_dtype, self.out_ctype)
+            return c_cast(as_out, out_dtype, self.acc_dtype, self.acc_ctype)
+
+        self.load = load
+        if odt.kind == "b":
+            # numpy: a bool sum is a logical or, a bool product a logical and
+            self.init = "1" if mul else "0"
+            self.update = ["acc = (uint8_t)(acc %s v);" % ("&" if mul else "|")]
+        elif odt.kind in "iu":
+            # wrap around like numpy: do the arithmetic in an unsigned type (no C overflow)
+            utype = "uint64_t" if odt.itemsize == 8 else "uint32_t"
+            self.init = "1" if mul else "0"
+            self.update = ["acc = (%s)((%s)acc %s (%s)v);" % (self.acc_ctype, utype, "*" if mul else "+", utype)]
+            self.note += " (wrapping on overflow)"
+        else:
+            self.init = ("1.0" if mul else "0.0") + ("f" if self.acc_ctype == "float" else "")
+            self.update = ["acc %s= v;" % ("*" if mul else "+")]
+            if not mul:
+                self.pairwise = "ffg_reduce_pairwise_sum_%s_%s_%s" % (self.in_dtype, out_dtype, self.acc_dtype)
+                self.note += " with pairwise summation"
+        if kind == "mean":
+            self.finish = "(%s)acc / (%s)count" % (self.out_ctype, self.out_ctype)
+            self.note += ", then divided by the count"
+        else:
+            self.finish = c_cast("acc", self.acc_dtype, out_dtype, self.out_ctype)
+
+    def _plan_max(self):
+        is_max = self.kind == "max"
+        dt = np.dtype(self.in_dtype)
+        self.acc_dtype, self.acc_ctype = self.in_dtype, self.in_ctype
+        self.value_ctype = self.in_ctype
+        self.load = lambda src: src
+        cmp = ">" if is_max else "<"
+        if dt.kind == "f":
+            self.init = "(-INFINITY)" if is_max else "INFINITY"
+            # once acc is NaN nothing compares above it, and a NaN v replaces it: NaN propagates
+            self.update = ["if (v %s acc || v != v)" % cmp, "    acc = v;"]
+            self.note = "NaN propagates"
+        else:
+            info = np.iinfo(dt) if dt.kind != "b" else None
+            lowest = 0 if info is None else info.min
+            highest = 1 if info is None else info.max
+            self.init = c_number(lowest if is_max else highest, dt)
+            self.update = ["if (v %s acc)" % cmp, "    acc = v;"]
+            self.note = "starting from the %s %s" % ("lowest" if is_max else "highest", dt.name)
+        self.finish = c_cast("acc", self.in_dtype, self.out_dtype, self.out_ctype)
+        self.lanes = "ffg_reduce_%s_%s" % (self.kind, self.in_dtype)
+
+    def _plan_all(self):
+        is_all = self.kind == "all"
+        self.acc_dtype, self.acc_ctype = "bool", "uint8_t"
+        self.value_ctype = "uint8_t"
+        self.load = lambda src: "(%s != 0)" % src
+        self.init = "1" if is_all else "0"
+        self.update = ["acc = (uint8_t)(acc %s v);" % ("&" if is_all else "|")]
+        self.note = "a value is true when it is not 0 (NaN is true)"
+        self.finish = c_cast("acc", "bool", self.out_dtype, self.out_ctype)
+
+    def _plan_argmax(self):
+        is_max = self.kind == "argmax"
+        dt = np.dtype(self.in_dtype)
+        self.acc_dtype, self.acc_ctype = self.in_dtype, self.in_ctype
+        self.value_ctype = self.in_ctype
+        self.load = lambda src: src
+        cmp = ">" if is_max else "<"
+        # "best" starts at the extreme of the type with index 0: if nothing beats it, every
+        # element equals it and the first occurrence (index 0) is the answer.
+        if dt.kind == "f":
+            self.init = "(-INFINITY)" if is_max else "INFINITY"
+            self.update = ["if (v %s acc || (v != v && acc == acc)) {   /* the first NaN wins */" % cmp,
+                           "    acc = v;", "    idx = k;", "}", "++k;"]
+            self.note = "first occurrence wins, a NaN counts as the %s" % self.kind[3:]
+        else:
+            info = np.iinfo(dt) if dt.kind != "b" else None
+            lowest = 0 if info is None else info.min
+            highest = 1 if info is None else info.max
+            self.init = c_number(lowest if is_max else highest, dt)
+            self.update = ["if (v %s acc) {" % cmp, "    acc = v;", "    idx = k;", "}", "++k;"]
+            self.note = "first occurrence wins"
+        self.finish = "idx"
+        self.lanes = "ffg_reduce_%s_%s" % (self.kind, self.in_dtype)
+
+    @property
+    def is_arg(self):
+        return self.kind in ("argmax", "argmin")
+
+
+# ------------------------------------------------------------------ C text helpers
+
+
+class _Lines:
+    """Lines of C with an indentation level."""
+
+    def __init__(self):
+        self.lines = []
+        self.level = 0
+
+    def add(self, *lines):
+        for ln in lines:
+            self.lines.append(("    " * self.level + ln) if ln else "")
+
+    def open(self, line="{"):
+        self.add(line)
+        self.level += 1
+
+    def close(self, line="}"):
+        self.level -= 1
+        self.add(line)
+
+    def text(self):
+        return "\n".join(self.lines)
+
+
+def _c_format_literal(text):
+    """``text`` inside a C string literal used as a printf format."""
+    return (str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+            .replace("%", "%%"))
+
+
+def _comment(text):
+    return "/* %s */" % str(text).replace("*/", "* /")
+
+
+# ------------------------------------------------------------------ pairwise summation helper
+
+
+def _guarded(name, text):
+    """``text`` (the definition of C function ``name``) inside an include guard, so that two
+    nodes' support code can both carry it."""
+    macro = name.upper() + "_DEFINED"
+    return "#ifndef %s\n#define %s\n%s\n#endif" % (macro, macro, text)
+
+
+def _pairwise_helper(name, in_dtype, out_dtype, acc_dtype):
+    """numpy's pairwise summation (blocks of 128, 8 partial sums) in ``acc_dtype``, for one
+    dtype pair. Elements are converted to the output dtype first (as ``np.sum(x, dtype=out)``
+    does), then to the accumulator's.
+    """
+    in_ctype, out_ctype, acc = c_element_type(in_dtype), c_element_type(out_dtype), c_element_type(acc_dtype)
+    load = c_cast(c_cast("p[%s]", in_dtype, out_dtype, out_ctype), out_dtype, acc_dtype, acc)
+    strided = load % "i * s"
+    return _guarded(name, """\
+/* Pairwise sum of n %(in_dtype)s elements (stride s, in elements) as %(out_dtype)s, in %(acc)s:
+   blocks of at most 128 summed with eight partial sums, halves summed recursively, so long
+   sums stay accurate (the error grows like log n, not n). */
+static %(acc)s %(name)s(const %(in_ctype)s *p, int64_t n, int64_t s)
+{
+    int64_t i;
+    if (n < 8) {
+        %(acc)s res = 0;
+        for (i = 0; i < n; ++i)
+            res += %(one_strided)s;
+        return res;
+    }
+    if (n <= 128) {
+        /* eight partial sums, combined in a balanced tree */
+        %(acc)s r[8], res;
+        int j;
+        if (s == 1) {
+            for (j = 0; j < 8; ++j)
+                r[j] = %(first_contiguous)s;
+            for (i = 8; i < n - (n %% 8); i += 8)
+                for (j = 0; j < 8; ++j)
+                    r[j] += %(next_contiguous)s;
+        } else {
+            for (j = 0; j < 8; ++j)
+                r[j] = %(first_strided)s;
+            for (i = 8; i < n - (n %% 8); i += 8)
+                for (j = 0; j < 8; ++j)
+                    r[j] += %(next_strided)s;
+        }
+        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; ++i)
+            res += %(one_strided)s;
+        return res;
+    } else {
+        /* split at a multiple of 8 and sum the halves */
+        int64_t n2 = n / 2;
+        n2 -= n2 %% 8;
+        return %(name)s(p, n2, s) + %(name)s(p + n2 * s, n - n2, s);
+    }
+}""" % dict(name=name, in_dtype=in_dtype, out_dtype=out_dtype, in_ctype=in_ctype, acc=acc,
+            one_strided=strided.replace("%", "%%"),
+            first_contiguous=(load % "j").replace("%", "%%"),
+            next_contiguous=(load % "i + j").replace("%", "%%"),
+            first_strided=(load % "j * s").replace("%", "%%"),
+            next_strided=(load % "(i + j) * s").replace("%", "%%")))
+
+
+def _better(kind, dtype, v, a):
+    """C condition: value ``v`` replaces the running max/min ``a`` (a NaN replaces anything, and
+    nothing replaces a NaN, so NaN propagates)."""
+    cmp = ">" if kind == "max" else "<"
+    if np.dtype(dtype).kind != "f":
+        return "(%s %s %s)" % (v, cmp, a)
+    return "((%s %s %s) | (%s != %s))" % (v, cmp, a, v, v)
+
+
+def _lanes_helper(name, kind, dtype):
+    """max/min over a run of elements, with eight independent running results over contiguous
+    data (instruction-level parallelism instead of one long dependency chain)."""
+    t = c_element_type(dtype)
+    d = dict(kind=kind, dtype=dtype, t=t, name=name,
+             lane=_better(kind, dtype, "v", "m[j]"), merge=_better(kind, dtype, "m[j]", "acc"),
+             tail=_better(kind, dtype, "v", "acc"))
+    return _guarded(name, """\
+/* The %(kind)s of n %(dtype)s elements (stride s, in elements) folded into acc%(nan)s.
+   Contiguous data is folded in eight lanes first. */
+static %(t)s %(name)s(const %(t)s *p, int64_t n, int64_t s, %(t)s acc)
+{
+    int64_t i = 0;
+    int j;
+    if (s == 1 && n >= 16) {
+        %(t)s m[8];
+        for (j = 0; j < 8; ++j)
+            m[j] = p[j];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (j = 0; j < 8; ++j) {
+                const %(t)s v = p[i + j];
+                m[j] = %(lane)s ? v : m[j];
+            }
+        for (j = 0; j < 8; ++j)
+            acc = %(merge)s ? m[j] : acc;
+    }
+    for (; i < n; ++i) {
+        const %(t)s v = p[i * s];
+        acc = %(tail)s ? v : acc;
+    }
+    return acc;
+}""" % dict(d, nan="; a NaN propagates (nothing replaces a NaN result)" if t in ("float", "double") else ""))
+
+
+def _arg_helper(name, kind, dtype, init):
+    """argmax/argmin over a run: find the max/min with the lanes helper, then its first index
+    (two quick passes instead of one pass with a branch per element)."""
+    t = c_element_type(dtype)
+    ext = kind[3:]
+    is_float = np.dtype(dtype).kind == "f"
+    d = dict(kind=kind, ext=ext, dtype=dtype, t=t, name=name, init=init,
+             extreme="ffg_reduce_%s_%s" % (ext, dtype),
+             better=_better(ext, dtype, "best", "*acc") if not is_float else
+             "((best %s *acc) | ((best != best) & (*acc == *acc)))" % (">" if ext == "max" else "<"),
+             nan="; the first NaN counts as the %s" % ext if is_float else "")
+    if is_float:
+        d["search"] = """if (best != best) {
+        /* a NaN is the %(ext)s: find the first NaN */
+        for (i = 0; p[i * s] == p[i * s]; ++i)
+            ;
+    } else {
+        for (i = 0; p[i * s] != best; ++i)
+            ;
+    }""" % d
+    else:
+        d["search"] = """for (i = 0; p[i * s] != best; ++i)
+        ;"""
+    return _guarded(name, """\
+/* The %(kind)s of n %(dtype)s elements (stride s, in elements) whose first index is k, folded
+   into (*acc, *idx): the first occurrence wins%(nan)s.
+   Two passes: the %(ext)s, then where it first is. */
+static void %(name)s(const %(t)s *p, int64_t n, int64_t s, int64_t k, %(t)s *acc, int64_t *idx)
+{
+    int64_t i;
+    const %(t)s best = %(extreme)s(p, n, s, %(init)s);
+    /* what came before has smaller indices, so only a strictly better value replaces it */
+    if (n == 0 || !%(better)s)
+        return;
+    %(search)s
+    *acc = best;
+    *idx = k + i;
+}""" % d)
+
+
+# ------------------------------------------------------------------ the generator
+
+
+def _generate(op, node, x, out, sub):
+    plan = _Plan(op, node)
+    nd = plan.ndim
+    axes = plan.axes
+    kept = [a for a in range(nd) if a not in axes]
+    nk = len(kept)
+    IT, OT = plan.in_ctype, plan.out_ctype
+    c = _Lines()
+
+    c.add(_comment("%s: %s of %s (%d-d %s) over %s into %s (%d-d %s); %s" % (
+        op, plan.kind, x, nd, plan.in_dtype, _describe_axes(axes),
+        out, nk, plan.out_dtype, plan.note)))
+    c.add("int64_t out_shape[%d];   /* the kept axes of the input */" % max(nk, 1))
+    if plan.kind == "mean":
+        c.add("int64_t count = %s;   /* how many elements each mean is over */"
+              % (" * ".join("%s.shape[%d]" % (x, a) for a in axes) or "1"))
+
+    if plan.kind in ORDER_KINDS and axes:
+        empty = " || ".join("%s.shape[%d] == 0" % (x, a) for a in axes)
+        if plan.is_arg:
+            message = "%s: an empty axis has no %s (input shape %%s, axes %s)" % (
+                _c_format_literal(op), plan.kind, _c_format_literal(repr(axes)))
+        else:
+            message = "%s: cannot take the %s over an empty axis (input shape %%s, axes %s)" % (
+                _c_format_literal(op), plan.kind, _c_format_literal(repr(axes)))
+        c.add("/* the %s of nothing is undefined: an empty reduced axis is an error */" % plan.kind[-3:])
+        c.open("if (%s) {" % empty)
+        c.add("char shape_text[160];")
+        c.add("ffg_format_shape(shape_text, sizeof shape_text, %d, %s.shape);" % (nd, x))
+        c.add('ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s", shape_text);' % (sub["err"], message))
+        c.add(sub["fail"])
+        c.close("}")
+
+    for j, a in enumerate(kept):
+        c.add("out_shape[%d] = %s.shape[%d];" % (j, x, a))
+    c.add("if (ffg_alloc_array(&%s, %d, out_shape, sizeof(%s), %s, %s))" % (out, nk, OT, sub["allocator"], sub["err"]))
+    c.add("    " + sub["fail"])
+
+    if axes and nd - 1 in kept and not plan.is_arg and plan.acc_dtype == plan.out_dtype:
+        _body_into_output(c, plan, x, out, axes, kept)
+    else:
+        _body_per_output(c, plan, x, out, axes, kept)
+    return c.text()
+
+
+def _body_into_output(c, plan, x, out, axes, kept):
+    """The last axis is kept: walk the input in C order (memory order for C-contiguous data) and
+    fold each element into its output slot, the output being the accumulator. The inner loop
+    runs along the output too, so it vectorises; and it is what numpy does in this case."""
+    nd = plan.ndim
+    IT, OT = plan.in_ctype, plan.out_ctype
+    c.add("/* the last axis is kept: the output is the accumulator, and the input is walked in C order */")
+    c.open("{")
+    c.add("%s *po = (%s *)%s.data;" % (OT, OT, out))
+    c.add("const %s *px = (const %s *)%s.data;" % (IT, IT, x))
+    c.add("const int64_t size = ffg_size(%d, %s.shape);" % (len(kept), out))
+    c.add("int64_t j;")
+    c.add("for (j = 0; j < size; ++j)")
+    c.add("    po[j] = %s;" % plan.init)
+    ibase, obase = "px", "po"
+    for d in range(nd - 1):
+        c.open("{")
+        c.add("int64_t i%d;   /* %s axis */" % (d, "kept" if d in kept else "reduced"))
+        c.open("for (i%d = 0; i%d < %s.shape[%d]; ++i%d) {" % (d, d, x, d, d))
+        c.add("const %s *px%d = %s + i%d * %s.strides[%d];" % (IT, d, ibase, d, x, d))
+        ibase = "px%d" % d
+        if d in kept:
+            c.add("%s *po%d = %s + i%d * %s.strides[%d];" % (OT, d, obase, d, out, kept.index(d)))
+            obase = "po%d" % d
+    c.open("{")
+    c.add("const int64_t n = %s.shape[%d], s = %s.strides[%d];" % (x, nd - 1, x, nd - 1))
+    c.add("int64_t i;")
+    c.open("if (s == 1) {   /* contiguous: plain indexing the compiler can vectorise */")
+    _fold_loop(c, plan, "%s[i]" % ibase, "%s[i]" % obase)
+    c.close("} else {")
+    c.level += 1
+    _fold_loop(c, plan, "%s[i * s]" % ibase, "%s[i]" % obase)
+    c.close("}")
+    c.close("}")
+    for d in range(nd - 1):
+        c.close("}")
+        c.close("}")
+    if plan.kind == "mean":
+        c.add("for (j = 0; j < size; ++j)")
+        c.add("    po[j] = po[j] / (%s)count;" % OT)
+    c.close("}")
+
+
+def _fold_loop(c, plan, src, dst):
+    c.open("for (i = 0; i < n; ++i) {")
+    c.add("%s acc = %s;" % (plan.acc_ctype, dst))
+    c.add("const %s v = %s;" % (plan.value_ctype, plan.load(src)))
+    c.add(*plan.update)
+    c.add("%s = acc;" % dst)
+    c.close("}")
+
+
+def _body_per_output(c, plan, x, out, axes, kept):
+    """For each output element (kept axes in C order), loop over the reduced axes."""
+    IT, OT = plan.in_ctype, plan.out_ctype
+    c.open("{")
+    c.add("%s *po = (%s *)%s.data;   /* the output, written in C order */" % (OT, OT, out))
+    c.add("const %s *px = (const %s *)%s.data;" % (IT, IT, x))
+    collapsible = len(axes) >= 2 and axes == tuple(range(axes[0], axes[-1] + 1))
+    if collapsible:
+        cond = " && ".join("%s.strides[%d] == %s.strides[%d] * %s.shape[%d]" % (x, a, x, a + 1, x, a + 1)
+                           for a in axes[:-1])
+        c.add("/* do the reduced axes form one run of memory? then they are reduced as one axis */")
+        c.add("const int merged = %s;" % cond)
+
+    # loops over the kept axes
+    base = "px"
+    for a in kept:
+        c.open("{")
+        c.add("int64_t k%d;" % a)
+        c.open("for (k%d = 0; k%d < %s.shape[%d]; ++k%d) {" % (a, a, x, a, a))
+        c.add("const %s *pk%d = %s + k%d * %s.strides[%d];" % (IT, a, base, a, x, a))
+        base = "pk%d" % a
+
+    # one output element
+    c.add("%s acc = %s;" % (plan.acc_ctype, plan.init))
+    if plan.is_arg:
+        c.add("int64_t idx = 0;   /* index of acc in C order over the reduced axes */")
+        c.add("int64_t k = 0;     /* index of the current element, likewise */")
+    if not axes:
+        c.add("/* no reduced axes: the element itself */")
+        c.open("{")
+        c.add("const %s v = %s;" % (plan.value_ctype, plan.load("%s[0]" % base)))
+        c.add(*plan.update)
+        c.close("}")
+    elif collapsible:
+        count = " * ".join("%s.shape[%d]" % (x, a) for a in axes)
+        c.open("if (merged) {")
+        _inner_loop(c, plan, base, count, "%s.strides[%d]" % (x, axes[-1]))
+        c.close("} else {")
+        c.level += 1
+        _reduced_loops(c, plan, x, axes, base)
+        c.close("}")
+    else:
+        _reduced_loops(c, plan, x, axes, base)
+    c.add("*po++ = %s;" % plan.finish)
+
+    for a in reversed(kept):
+        c.close("}")
+        c.close("}")
+    c.close("}")
+
+
+def _describe_axes(axes):
+    if not axes:
+        return "no axes"
+    if len(axes) == 1:
+        return "axis %d" % axes[0]
+    return "axes (%s)" % ", ".join(map(str, axes))
+
+
+def _reduced_loops(c, plan, x, axes, base):
+    """Nested loops over the reduced axes (C order); the last one is the inner loop."""
+    depth = 0
+    for a in axes[:-1]:
+        c.open("{")
+        c.add("int64_t r%d;" % a)
+        c.open("for (r%d = 0; r%d < %s.shape[%d]; ++r%d) {" % (a, a, x, a, a))
+        c.add("const %s *pr%d = %s + r%d * %s.strides[%d];" % (plan.in_ctype, a, base, a, x, a))
+        base = "pr%d" % a
+        depth += 1
+    last = axes[-1]
+    _inner_loop(c, plan, base, "%s.shape[%d]" % (x, last), "%s.strides[%d]" % (x, last))
+    for _ in range(depth):
+        c.close("}")
+        c.close("}")
+
+
+def _inner_loop(c, plan, base, count, stride):
+    """Fold the ``count`` elements at ``base`` (``stride`` apart) into acc."""
+    if plan.pairwise is not None:
+        c.add("acc += %s(%s, %s, %s);" % (plan.pairwise, base, count, stride))
+        return
+    if plan.lanes is not None and plan.is_arg:
+        c.add("%s(%s, %s, %s, k, &acc, &idx);" % (plan.lanes, base, count, stride))
+        c.add("k += %s;" % count)
+        return
+    if plan.lanes is not None:
+        c.add("acc = %s(%s, %s, %s, acc);" % (plan.lanes, base, count, stride))
+        return
+    c.open("{")
+    c.add("const int64_t n = %s, s = %s;" % (count, stride))
+    c.add("int64_t i;")
+    c.open("if (s == 1) {   /* contiguous: plain indexing the compiler can vectorise */")
+    _element_loop(c, plan, "%s[i]" % base)
+    c.close("} else {")
+    c.level += 1
+    _element_loop(c, plan, "%s[i * s]" % base)
+    c.close("}")
+    c.close("}")
+
+
+def _element_loop(c, plan, src):
+    c.open("for (i = 0; i < n; ++i) {")
+    c.add("const %s v = %s;" % (plan.value_ctype, plan.load(src)))
+    c.add(*plan.update)
+    c.close("}")
+
+
+# ------------------------------------------------------------------ the DelegatedCOp interface
+
+
+def c_code(op, node, name, inputs, outputs, sub):
+    return _generate(op, node, inputs[0], outputs[0], sub)
+
+
+def c_support_code_apply(op, node, name):
+    plan = _Plan(op, node)
+    if plan.pairwise is not None:
+        return _pairwise_helper(plan.pairwise, plan.in_dtype, plan.out_dtype, plan.acc_dtype)
+    if plan.is_arg:
+        kind = plan.kind[3:]
+        # each helper has an include guard: another node may paste the same max/min helper
+        return "%s\n\n%s" % (_lanes_helper("ffg_reduce_%s_%s" % (kind, plan.in_dtype), kind, plan.in_dtype),
+                             _arg_helper(plan.lanes, plan.kind, plan.in_dtype, plan.init))
+    if plan.lanes is not None:
+        return _lanes_helper(plan.lanes, plan.kind, plan.in_dtype)
+    return ""
+
+
+def c_headers(op):
+    return ["<math.h>"]
+
+
+def c_code_cache_version(op):
+    return VERSION

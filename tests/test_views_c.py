@@ -1,0 +1,460 @@
+"""The plain-C code of Reshape, Subtensor (views), Alloc and Join (fresh arrays), against numpy.
+
+Every test runs under the whole-graph C linker ('c') and the per-node one ('c|py');
+the per-node linker is also asked whether these ops really ran in C.
+"""
+import re
+
+import numpy as np
+import pytest
+
+import ffigraph.tensor as T
+from ffigraph import Mode, Out, function
+from helpers import ALL_DTYPES, LAYOUTS, assert_matches, check, relayout, sample
+
+C_OPS = ("Reshape", "Subtensor", "Alloc", "Join")
+
+
+@pytest.fixture(params=["c", "c|py"])
+def cmode(request):
+    return Mode(linker=request.param, optimizer=None)
+
+
+def ran_in_c(f):
+    """Assert that every Reshape/Subtensor/Alloc/Join node of ``f`` runs in C."""
+    describe = getattr(f.maker.linker, "describe_nodes", None)
+    if describe is None:
+        return
+    for node, how in describe():
+        if type(node.op).__name__ in C_OPS:
+            assert how.startswith("C"), "%s ran as %r" % (node, how)
+
+
+def ccheck(build, ref, values, mode, **kw):
+    f = check(build, ref, values, mode, **kw)
+    ran_in_c(f)
+    return f
+
+
+# ------------------------------------------------------------------ reshape
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_reshape_ints(dtype, cmode):
+    x = sample(dtype, (3, 4), special=True)
+    for shape in ((12,), (4, 3), (2, 2, 3), (1, 12, 1), (-1,), (2, -1, 2), (-1, 1, 3), (3, 4)):
+        ccheck(lambda v: v.reshape(shape), lambda a: a.reshape(shape), [x], cmode)
+    x3 = sample(dtype, (2, 3, 4))
+    for shape in ((6, 4), (2, 12), (24,), (4, 3, 2), (2, 1, 3, 1, 4)):
+        ccheck(lambda v: v.reshape(shape), lambda a: a.reshape(shape), [x3], cmode)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+def test_reshape_symbolic_sizes(dtype, cmode):
+    x = sample(dtype, (4, 6))
+    ccheck(lambda v: v.reshape((v.shape[1], v.shape[0])), lambda a: a.reshape(6, 4), [x], cmode)
+    ccheck(lambda v: v.reshape((v.shape[0], -1)), lambda a: a.reshape(4, -1), [x], cmode)
+    m, n = T.lscalar(), T.lscalar()
+    xv = T.tensor(dtype, (None, None))
+    out = xv.reshape((m, -1, n))
+    f = function([xv, m, n], out, mode=cmode)
+    ran_in_c(f)
+    for layout in LAYOUTS:
+        for a, b in ((2, 3), (4, 1), (1, 24), (3, 2)):
+            assert_matches(f(relayout(x, layout), a, b), x.reshape(a, -1, b), out.type)
+
+
+def test_reshape_to_and_from_0d(cmode):
+    ccheck(lambda v: v.reshape(()), lambda a: a.reshape(()), [np.array([[7.5]])], cmode)
+    ccheck(lambda v: v.reshape((1, 1, -1)), lambda a: a.reshape(1, 1, -1), [np.asarray(3)], cmode)
+    s = T.dscalar()
+    f = function([s], [s.reshape((1,)), s.reshape((-1, 1))], mode=cmode)
+    a, b = f(np.asarray(4.0))
+    assert a.shape == (1,) and b.shape == (1, 1) and a[0] == b[0, 0] == 4.0
+
+
+def test_reshape_empty(cmode):
+    for shape, target in (((0, 3), (3, 0)), ((0, 3), (-1,)), ((0, 3), (3, -1)), ((2, 0), (0, 5)),
+                          ((0,), (0, 4, 0)), ((3, 0, 2), (0,))):
+        ccheck(lambda v: v.reshape(target), lambda a: a.reshape(target), [np.zeros(shape, "float32")], cmode)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
+def test_reshape_of_non_contiguous_input(dtype, cmode):
+    # a transposed input cannot be merged in C order: reshape copies
+    x = sample(dtype, (3, 4))
+    ccheck(lambda v: v.T.reshape(-1), lambda a: a.T.reshape(-1), [x], cmode)
+    ccheck(lambda v: v.T.reshape((2, 6)), lambda a: a.T.reshape(2, 6), [x], cmode)
+    ccheck(lambda v: v[:, ::-2].reshape((-1,)), lambda a: a[:, ::-2].reshape(-1), [x], cmode)
+    ccheck(lambda v: v[::2].reshape((1, -1)), lambda a: a[::2].reshape(1, -1), [x], cmode)
+
+
+VIEW_CASES = [
+    # (how the 4x6 input is laid out, target shape); numpy decides view or copy
+    (lambda a: a, (24,)),
+    (lambda a: a, (2, 2, 6)),
+    (lambda a: a[:, ::2], (-1,)),             # copy: the rows are not contiguous with each other
+    (lambda a: a[:, ::2], (2, 2, 3)),         # view: only the leading axis is split
+    (lambda a: a[:, ::2], (4, 1, 3, 1)),      # view: length-1 axes go anywhere
+    (lambda a: a[::2], (12,)),                # copy
+    (lambda a: a[::2], (2, 2, 3)),            # view
+    (lambda a: a.T, (24,)),                   # copy
+    (lambda a: a.T, (3, 2, 4)),               # view
+    (lambda a: a[::-1], (2, 2, 6)),           # view with a negative stride
+    (lambda a: a[::-1, ::-1], (24,)),         # view: reversed on both axes is still one run
+    (lambda a: a[::-1, ::2], (12,)),          # copy
+    (lambda a: a[:1], (6,)),                  # contiguous slice: view
+    (lambda a: a[:, :1], (4,)),               # one column: view (its stride is 6)
+    (lambda a: a[:, 1:2].reshape(2, 2), (4,)),  # copy... or not: numpy decides
+]
+
+
+@pytest.mark.parametrize("case", range(len(VIEW_CASES)))
+def test_reshape_views_where_numpy_does(case, cmode):
+    """With borrow=True the result may view the input: it does exactly when numpy's reshape does."""
+    layout, target = VIEW_CASES[case]
+    base = np.arange(4 * 6, dtype="float64").reshape(4, 6)
+    value = layout(base)
+    x = T.dmatrix()
+    out = x.reshape(target)
+    f = function([x], Out(out, borrow=True), mode=cmode)
+    got = f(value)
+    want = value.reshape(target)
+    assert_matches(got, want, out.type)
+    assert np.shares_memory(got, value) == np.shares_memory(want, value), (value.strides, target)
+
+
+def test_reshape_errors(cmode):
+    x = T.dmatrix()
+    f = function([x], x.reshape((5, -1)), mode=cmode)
+    with pytest.raises(ValueError, match=re.escape("cannot reshape an array of shape (3, 4) (size 12) into (5, -1)")):
+        f(np.zeros((3, 4)))
+    np.testing.assert_array_equal(f(np.arange(10.0).reshape(2, 5)), np.arange(10.0).reshape(5, 2))
+    g = function([x], x.reshape((7,)), mode=cmode)
+    with pytest.raises(ValueError, match=re.escape("(3, 4) (size 12) into (7,)")):
+        g(np.zeros((3, 4)))
+    np.testing.assert_array_equal(g(np.arange(7.0)[None]), np.arange(7.0))
+    n, m = T.lscalar(), T.lscalar()
+    h = function([x, n, m], x.reshape((n, m)), mode=cmode)
+    for bad_n, bad_m in ((-1, -1), (-3, 4), (2, -2)):
+        with pytest.raises(ValueError, match="at most one -1"):
+            h(np.zeros((3, 4)), bad_n, bad_m)
+    for bad_n, bad_m in ((0, -1), (5, -1), (2**62, 2**62), (-1, 0)):
+        with pytest.raises(ValueError, match="cannot reshape"):
+            h(np.zeros((3, 4)), bad_n, bad_m)
+    with pytest.raises(ValueError, match="cannot reshape"):
+        h(np.zeros((0, 4)), 0, -1)   # numpy: the -1 of an empty array is ambiguous
+    np.testing.assert_array_equal(h(np.arange(12.0).reshape(3, 4), -1, 6), np.arange(12.0).reshape(2, 6))
+    np.testing.assert_array_equal(h(np.zeros((0, 4)), 0, 7), np.zeros((0, 7)))
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_flatten(dtype, cmode):
+    for shape in ((2, 3, 4), (0, 3, 4), (2, 3, 0), (1, 1, 1)):
+        x = sample(dtype, shape)
+        ccheck(lambda v: T.flatten(v), lambda a: a.reshape(-1) if a.size else a.reshape(0), [x], cmode)
+        ccheck(lambda v: T.flatten(v, 2), lambda a: a.reshape(a.shape[0], -1) if a.size
+               else a.reshape(a.shape[0], int(np.prod(a.shape[1:]))), [x], cmode)
+
+
+# ------------------------------------------------------------------ basic indexing
+
+INDICES = [
+    0, 2, -1, -3, (1, 2), (-1, -2, -5), (2, 3, 4),
+    slice(None), slice(1, None), slice(None, 2), slice(None, None, -1), slice(None, None, 2),
+    slice(None, None, -2), slice(2, 0, -1), slice(-10, 10), slice(10, 20), slice(-20, -10),
+    slice(-1, -10, -1), slice(100, None, -1), slice(None, -100, -1), slice(2, 1), slice(1, 2, 5),
+    (slice(None), 1), (slice(None), slice(None), -1), (slice(1, None), None, slice(None, None, -2)),
+    Ellipsis, (Ellipsis, 1), (0, Ellipsis, 2), (None, Ellipsis), (1, None, Ellipsis, None, -1),
+    (slice(None, None, -1),) * 3, (slice(-2, None), 0, slice(1, -1)), (slice(0, 0), 1),
+    (1, slice(3, None)), (Ellipsis, slice(None, None, -3)),
+]
+
+
+@pytest.mark.parametrize("index", INDICES, ids=repr)
+def test_basic_indexing(index, cmode):
+    for dtype in ALL_DTYPES:
+        x = sample(dtype, (3, 4, 5), special=True)
+        ccheck(lambda v: v[index], lambda a: np.asarray(a[index]), [x], cmode)
+
+
+def test_python_bounds_beyond_int64(cmode):
+    # clamped like Python clamps slice bounds (infer_shape is not checked: it cannot make
+    # int64 constants of such bounds, a limitation of Subtensor.infer_shape, not of the C code)
+    x = sample("float64", (4, 5))
+    for index in (slice(10**30, None, -1), slice(-10**30, 10**30, 3), (slice(None, -10**25, -1), 2**70 - 2**70 + 1)):
+        ccheck(lambda v: v[index], lambda a: a[index], [x], cmode, check_shape=False)
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_all_integer_index_is_0d(dtype, cmode):
+    x = T.tensor(dtype, (None, None))
+    value = sample(dtype, (3, 4))
+    f = function([x], [x[1, 2], x[-1, -4], x[0][3]], mode=cmode)
+    ran_in_c(f)
+    for layout in LAYOUTS:
+        for got, want in zip(f(relayout(value, layout)), (value[1, 2], value[-1, -4], value[0, 3])):
+            assert isinstance(got, np.ndarray) and got.shape == () and got.dtype == np.dtype(dtype)
+            assert got == want
+
+
+def test_symbolic_slice_sweep(cmode):
+    x = T.dvector()
+    a, b, c = T.lscalar(), T.lscalar(), T.lscalar()
+    out = x[a:b:c]
+    f = function([x, a, b, c], out, mode=cmode)
+    ran_in_c(f)
+    bounds = [-7, -5, -4, -1, 0, 1, 2, 4, 5, 6, 2**63 - 1, -2**63]
+    for n in (0, 1, 5):
+        value = np.arange(float(n))
+        for start in bounds:
+            for stop in bounds:
+                for step in (-2**63, -3, -1, 1, 2, 2**63 - 1):
+                    want = value[start:stop:step]
+                    assert_matches(f(value, start, stop, step), want, out.type)
+                    assert_matches(f(value[::-1], start, stop, step), value[::-1][start:stop:step], out.type)
+
+
+def test_symbolic_parts_in_order(cmode):
+    """Symbolic parts are taken in the order start, stop, step, then the next entry's."""
+    x = sample("int64", (6, 7, 8))
+    i, j, k, m = T.lscalar(), T.lscalar(), T.lscalar(), T.lscalar()
+    xv = T.tensor("int64", (None, None, None))
+    out = xv[i:j:k, m, ::k]
+    f = function([xv, i, j, k, m], out, mode=cmode)
+    ran_in_c(f)
+    for vals in ((1, 5, 2, 3), (5, 0, -2, -1), (-1, -7, -1, 6), (0, 100, 3, 0)):
+        a, b, c, d = vals
+        for layout in LAYOUTS:
+            assert_matches(f(relayout(x, layout), *vals), x[a:b:c, d, ::c], out.type)
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32"])
+def test_symbolic_indices_via_check(dtype, cmode):
+    x = sample("float32", (5, 6))
+    cases = [
+        (lambda v, i: v[i], lambda a, i: np.asarray(a[int(i)]), (0, 4, -1, -5)),
+        (lambda v, i: v[:, i], lambda a, i: np.asarray(a[:, int(i)]), (0, -6, 5)),
+        (lambda v, i: v[i::-1], lambda a, i: a[int(i)::-1], (0, 2, -2, 7, -9)),
+        (lambda v, i: v[1:, None, i::-2], lambda a, i: a[1:, None, int(i)::-2], (0, 3, -1, 10)),
+    ]
+    for build, ref, values in cases:
+        for val in values:
+            ccheck(build, ref, [x, np.asarray(val, dtype=dtype)], cmode)
+
+
+def test_index_errors(cmode):
+    x = T.dmatrix()
+    i = T.lscalar()
+    f = function([x, i], x[1, i], mode=cmode)
+    value = np.arange(12.0).reshape(3, 4)
+    for bad in (4, -5, 2**63 - 1, -2**63):
+        with pytest.raises(IndexError, match=r"index %d is out of bounds for axis 1 with size 4" % bad):
+            f(value, bad)
+        assert f(value, -1) == 7.0   # still works after the error
+    g = function([x, i], x[i], mode=cmode)
+    with pytest.raises(IndexError, match="axis 0 with size 0"):
+        g(np.zeros((0, 4)), 0)
+    np.testing.assert_array_equal(g(value, 2), value[2])
+    h = function([x, i], x[::i], mode=cmode)
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        h(value, 0)
+    np.testing.assert_array_equal(h(value, -2), value[::-2])
+    # a zero step is reported before an index out of range (as perform does)
+    k = function([x, i], x[5, ::i], mode=cmode)
+    with pytest.raises(ValueError, match="slice step cannot be zero"):
+        k(value, 0)
+    with pytest.raises(IndexError):
+        k(value, 1)
+
+
+def test_indexing_0d_and_new_axes(cmode):
+    s = T.dscalar()
+    f = function([s], [s[...], s[None], s[()], s[None, ..., None]], mode=cmode)
+    got = f(np.asarray(2.0))
+    assert [g.shape for g in got] == [(), (1,), (), (1, 1)]
+    assert all(float(g.reshape(())) == 2.0 for g in got)
+
+
+# ------------------------------------------------------------------ aliasing
+
+
+def test_outputs_never_alias_the_callers_input(cmode):
+    x = T.dmatrix()
+    outs = [x[1:], x.reshape(-1), x[::-1, 1], x[0, 0], x.T.reshape(-1), T.concatenate([x]), x[:, :]]
+    f = function([x], outs, mode=cmode)
+    value = np.arange(12.0).reshape(3, 4)
+    got = f(value)
+    for g, want in zip(got, (value[1:], value.reshape(-1), value[::-1, 1], value[0, 0], value.T.reshape(-1),
+                             value, value)):
+        np.testing.assert_array_equal(g, want)
+        assert not np.shares_memory(g, value)
+    for a in got:
+        for b in got:
+            if a is not b:
+                assert not np.shares_memory(a, b)
+    # and changing the input afterwards does not change earlier results
+    value[...] = -1
+    np.testing.assert_array_equal(got[0], np.arange(4.0, 12.0).reshape(2, 4))
+
+
+def test_borrowed_view_outputs(cmode):
+    x = T.dmatrix()
+    f = function([x], [Out(x[1:], borrow=True), Out(x.reshape((2, 6)), borrow=False)], mode=cmode)
+    for layout in LAYOUTS:
+        value = relayout(np.arange(12.0).reshape(3, 4), layout)
+        a, b = f(value)
+        np.testing.assert_array_equal(a, value[1:])
+        np.testing.assert_array_equal(b, value.reshape(2, 6))
+        assert not np.shares_memory(b, value)
+    # the borrowed result stays valid after further calls with other inputs
+    g = function([x], Out(x[1:, ::-1], borrow=True), mode=cmode)
+    v1 = np.arange(12.0).reshape(3, 4)
+    a1 = g(v1)
+    g(np.zeros((5, 4)))
+    g(np.ones((2, 4))[:, ::2])
+    del v1
+    np.testing.assert_array_equal(a1, np.arange(12.0).reshape(3, 4)[1:, ::-1])
+
+
+def test_views_of_intermediate_values(cmode):
+    x = T.dmatrix()
+    y = (x * 2)[::-1, 1:].reshape(-1)[2:]
+    f = function([x], [y, (x + 1).T.reshape((2, 6))[1]], mode=cmode)
+    value = np.arange(12.0).reshape(3, 4)
+    for layout in LAYOUTS:
+        a, b = f(relayout(value, layout))
+        np.testing.assert_array_equal(a, (value * 2)[::-1, 1:].reshape(-1)[2:])
+        np.testing.assert_array_equal(b, (value + 1).T.reshape(2, 6)[1])
+
+
+# ------------------------------------------------------------------ alloc, zeros_like, ones_like
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_alloc_values(dtype, cmode):
+    for vshape, shape in (((), (3, 4)), ((), ()), ((), (0, 3)), ((4,), (3, 4)), ((1,), (2, 5)),
+                          ((3, 1), (2, 3, 4)), ((1, 4), (3, 4)), ((2, 3), (2, 3)), ((5,), (0, 5))):
+        v = sample(dtype, vshape, special=True)
+        ccheck(lambda t: T.alloc(t, *shape), lambda a: np.broadcast_to(a, shape).copy(), [v], cmode)
+
+
+def test_alloc_symbolic_sizes_and_errors(cmode):
+    v = T.dvector()
+    m, n = T.lscalar(), T.iscalar()
+    out = T.alloc(v, m, n)
+    f = function([v, m, n], out, mode=cmode)
+    ran_in_c(f)
+    value = np.array([1.5, -2.0, 3.0])
+    assert_matches(f(value, 2, 3), np.broadcast_to(value, (2, 3)), out.type)
+    assert_matches(f(value[::-1], 0, 3), np.zeros((0, 3)), out.type)
+    assert_matches(f(value[:1], 4, 5), np.full((4, 5), 1.5), out.type)
+    with pytest.raises(ValueError, match="negative"):
+        f(value, -1, 3)
+    with pytest.raises(ValueError, match="negative"):
+        f(value, 2, -3)
+    with pytest.raises(ValueError, match=re.escape("alloc: value of shape (3,) cannot be broadcast to (2, 4)")):
+        f(value, 2, 4)
+    with pytest.raises(ValueError, match="broadcast"):
+        f(np.zeros(0), 2, 1)   # a length-0 value does not stretch to length 1
+    with pytest.raises(ValueError):
+        f(value, 2**62, 3)    # too big
+    assert_matches(f(value, 1, 3), value[None], out.type)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32", "bool"])
+def test_zeros_ones_like(dtype, cmode):
+    for shape in ((3, 4), (0, 2), (), (5,)):
+        x = sample(dtype, shape)
+        ccheck(T.zeros_like, np.zeros_like, [x], cmode)
+        ccheck(T.ones_like, np.ones_like, [x], cmode)
+        ccheck(lambda t: T.zeros_like(t, dtype="int32"), lambda a: np.zeros_like(a, dtype="int32"), [x], cmode)
+
+
+def test_zeros_ones_symbolic_shape(cmode):
+    n = T.lscalar()
+    f = function([n], [T.zeros((n, 3)), T.ones((2, n), dtype="int32")], mode=cmode)
+    a, b = f(4)
+    np.testing.assert_array_equal(a, np.zeros((4, 3)))
+    np.testing.assert_array_equal(b, np.ones((2, 4), dtype="int32"))
+    assert b.dtype == np.int32
+    with pytest.raises(ValueError, match="negative"):
+        f(-2)
+    assert f(0)[0].shape == (0, 3)
+
+
+# ------------------------------------------------------------------ concatenate / stack
+
+
+@pytest.mark.parametrize("dtype", ALL_DTYPES)
+def test_concatenate(dtype, cmode):
+    cases = [
+        (0, [(2, 3), (1, 3), (4, 3)]), (1, [(2, 3), (2, 1), (2, 4)]), (-1, [(2, 3), (2, 1)]),
+        (0, [(0, 3), (2, 3), (0, 3)]), (1, [(2, 0), (2, 0)]), (0, [(3,), (0,), (2,)]),
+        (2, [(2, 3, 1), (2, 3, 2)]), (1, [(2, 1, 3), (2, 2, 3), (2, 0, 3)]), (0, [(0,), (0,)]),
+    ]
+    rng = np.random.default_rng(1)
+    for axis, shapes in cases:
+        values = [sample(dtype, s, rng=rng) for s in shapes]
+        ccheck(lambda *v: T.concatenate(list(v), axis=axis), lambda *a: np.concatenate(a, axis=axis),
+               values, cmode)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
+def test_stack(dtype, cmode):
+    for axis in (0, 1, -1):
+        for shape, count in (((2, 3), 3), ((4,), 2), ((0, 2), 2)):
+            values = [sample(dtype, shape, rng=np.random.default_rng(k)) for k in range(count)]
+            if not -len(shape) - 1 <= axis <= len(shape):
+                continue
+            ccheck(lambda *v: T.stack(list(v), axis=axis), lambda *a: np.stack(a, axis=axis), values, cmode)
+    ccheck(lambda a, b: T.stack([a, b]), lambda a, b: np.stack([a, b]),
+           [np.asarray(1.5), np.asarray(2.5)], cmode)
+
+
+def test_concatenate_mixed_dtypes_and_same_input_twice(cmode):
+    a, b = T.ivector(), T.dvector()
+    f = function([a, b], [T.concatenate([a, b, a]), T.concatenate([b, b], axis=0)], mode=cmode)
+    u, v = f(np.array([1, 2], dtype="int32"), np.array([0.5]))
+    np.testing.assert_array_equal(u, [1.0, 2.0, 0.5, 1.0, 2.0])
+    assert u.dtype == np.float64
+    np.testing.assert_array_equal(v, [0.5, 0.5])
+
+
+def test_concatenate_mismatch(cmode):
+    x, y = T.dmatrix(), T.dmatrix()
+    f = function([x, y], T.concatenate([x, y], axis=1), mode=cmode)
+    with pytest.raises(ValueError, match=re.escape("[(2, 3), (3, 3)] do not match")):
+        f(np.zeros((2, 3)), np.zeros((3, 3)))
+    np.testing.assert_array_equal(f(np.ones((2, 1)), np.zeros((2, 2))), [[1, 0, 0], [1, 0, 0]])
+    g = function([x, y], T.stack([x, y], axis=-1), mode=cmode)
+    with pytest.raises(ValueError, match="do not match"):
+        g(np.zeros((2, 3)), np.zeros((2, 4)))
+    np.testing.assert_array_equal(g(np.ones((1, 2)), np.zeros((1, 2))), [[[1, 0], [1, 0]]])
+
+
+# ------------------------------------------------------------------ complex falls back to Python
+
+
+def test_complex_runs_in_python_under_c_py():
+    mode = Mode(linker="c|py", optimizer=None)
+    z = T.zmatrix()
+    outs = [z.reshape(-1), z[1, ::-1], T.concatenate([z, z]), T.alloc(z[0, 0], 2, 2)]
+    f = function([z], outs, mode=mode)
+    value = (np.arange(6) + 1j * np.arange(6)).reshape(2, 3)
+    for got, want in zip(f(value), (value.reshape(-1), value[1, ::-1], np.concatenate([value, value]),
+                                    np.full((2, 2), value[0, 0]))):
+        np.testing.assert_array_equal(got, want)
+    hows = {type(n.op).__name__: how for n, how in f.maker.linker.describe_nodes()}
+    for name in C_OPS:
+        assert hows[name].startswith("python"), hows
+
+
+def test_generated_code_is_plain_c():
+    x, i = T.dmatrix(), T.lscalar()
+    f = function([x, i], [x[i, ::-1].reshape((1, -1)), T.concatenate([x, T.alloc(1.0, 1, x.shape[1])])],
+                 mode=Mode(linker="c", optimizer=None))
+    src = f.maker.linker.source()
+    assert "Python.h" not in src and "numpy/" not in src and "Py_" not in src and "PyObject" not in src
+    for comment in ("/* Subtensor{", "/* Reshape:", "/* Join:", "/* Alloc:"):
+        assert comment in src
