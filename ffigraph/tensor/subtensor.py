@@ -117,7 +117,8 @@ def _symbolic_slice_length(parts, n):
     from ffigraph.tensor.basic import switch
     from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum, neg, sub
 
-    start, stop, step = parts
+    # Python ints beyond int64 clamp to its range: slicing clamps them to the axis anyway
+    start, stop, step = [max(min(p, 2**63 - 1), -2**63) if isinstance(p, int) else p for p in parts]
     step = 1 if step is None else step
     zero, one = constant(0, dtype="int64"), constant(1, dtype="int64")
 
