@@ -105,6 +105,12 @@ class Config:
             raise ValueError("ffigraph.config.%s %s" % (key, err)) from None
         self._values[key] = value
 
+    def __delattr__(self, key):
+        """``del config.key`` restores the default (computed again on next read)."""
+        if key not in _SPEC:
+            raise AttributeError("ffigraph.config has no setting %r" % (key,))
+        self._values.pop(key, None)
+
     @contextlib.contextmanager
     def change_flags(self, **flags):
         """Set some flags for the duration of a ``with`` block."""

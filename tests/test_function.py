@@ -339,6 +339,8 @@ def test_config_flags_env_and_validation(monkeypatch):
         cfg.floatX = "float16"
     with pytest.raises(AttributeError, match="no setting"):
         cfg.bogus = 1
+    del cfg.floatX  # back to the default
+    assert cfg.floatX == "float64"
     assert ffigraph.config.compiledir.endswith(("cpython311", "pypy39")) or "compiledir_" in ffigraph.config.compiledir
     assert ffigraph.config.cxx
 
