@@ -132,16 +132,17 @@ class _Generator:
             if item and item not in bucket:
                 bucket.append(item)
 
-    def _collect(self, obj):
+    def _collect(self, obj, check_version=True):
         for key, method in (("headers", "c_headers"), ("header_dirs", "c_header_dirs"),
                             ("libraries", "c_libraries"), ("lib_dirs", "c_lib_dirs"),
                             ("compile_args", "c_compile_args"), ("no_compile_args", "c_no_compile_args")):
             self._add_unique(self.requirements[key], _optional(obj, method))
         self._add_unique(self.globals, [_optional(obj, "c_support_code")])
         self._add_unique(self.init_code, _optional(obj, "c_init_code"))
-        version = _optional(obj, "c_code_cache_version")
-        if not version:
-            self.cacheable = False
+        if check_version:  # an op's version is checked per node (c_code_cache_version_apply)
+            version = _optional(obj, "c_code_cache_version")
+            if not version:
+                self.cacheable = False
 
     # ---- scopes
 
@@ -263,7 +264,7 @@ class _Generator:
 
     def _node_function(self, index, node, qualifier):
         op = node.op
-        self._collect(op)
+        self._collect(op, check_version=False)
         nname = "node%d" % index
         label = "__label_%s" % nname
         ins = [self.name(v) for v in node.inputs]
