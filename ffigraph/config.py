@@ -21,7 +21,13 @@ def _interpreter_tag() -> str:
     """Names the platform and interpreter, so CPython and PyPy never share a compiledir."""
     impl = sys.implementation.name
     ver = "%d%d" % sys.version_info[:2]
-    return "%s-%s-%s%s" % (platform.system().lower(), platform.machine(), impl, ver)
+    # os.uname, not platform.machine(): on some Pythons the latter runs `uname -p` in a subprocess,
+    # and a warm function() must start no subprocess
+    if hasattr(os, "uname"):
+        system, machine = os.uname().sysname.lower(), os.uname().machine
+    else:
+        system, machine = platform.system().lower(), platform.machine()
+    return "%s-%s-%s%s" % (system, machine, impl, ver)
 
 
 def _default_compiledir() -> str:

@@ -26,7 +26,6 @@ import subprocess
 import tempfile
 import threading
 import time
-import uuid
 import warnings
 
 from filelock import FileLock
@@ -140,7 +139,7 @@ def _read_json(path):
 
 
 def _write_json_atomic(path, data):
-    tmp = "%s.%s.tmp" % (path, uuid.uuid4().hex)
+    tmp = "%s.%s.tmp" % (path, os.urandom(16).hex())
     try:
         with open(tmp, "w") as fh:
             json.dump(data, fh, indent=1, sort_keys=True)
@@ -183,7 +182,7 @@ def validate_entry(path, key):
 
 def _discard(path):
     """Move a damaged entry out of the way (a rename is atomic; deletion can follow at leisure)."""
-    trash = os.path.join(root(), "tmp", "discarded-" + uuid.uuid4().hex)
+    trash = os.path.join(root(), "tmp", "discarded-" + os.urandom(16).hex())
     try:
         os.rename(path, trash)
         shutil.rmtree(trash, ignore_errors=True)
