@@ -39,6 +39,7 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
     shared_vars = _implicit_shared(out_vars + upd_values, [s for s, _ in upd])
     _check_inputs_cover_graph(ins, shared_vars, out_vars + upd_values, on_unused_input)
     fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, out_vars + upd_values)
+    fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
     mode.optimize(fgraph)
     _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))

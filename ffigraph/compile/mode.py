@@ -6,7 +6,7 @@ Modes and linkers are looked up by name in two registries, as in Theano:
 from __future__ import annotations
 
 from ffigraph.config import config
-from ffigraph.graph.rewriting import optdb
+from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
 from ffigraph.linkers.basic import Linker, PerformLinker
 from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
 
@@ -81,6 +81,8 @@ class Mode:
 
     def rewrites(self):
         """The (name, rewrite) pairs this mode applies, in order."""
+        import ffigraph.rewriting  # noqa: F401  (registers the standard rewrites on first use)
+
         if self.optimizer is None or self.optimizer == "None":
             tags = set(self.include)
         elif callable(self.optimizer):
@@ -90,8 +92,12 @@ class Mode:
         return optdb.query(include=tags, exclude=self.exclude, require=self.require)
 
     def optimize(self, fgraph):
+        """Apply this mode's rewrites in order; groups of node rewriters also honour ``excluding``."""
         for name, rewrite in self.rewrites():
-            rewrite(fgraph)
+            if isinstance(rewrite, EquilibriumRewriter):
+                rewrite(fgraph, exclude=self.exclude)
+            else:
+                rewrite(fgraph)
         return fgraph
 
     def __str__(self):
