@@ -214,9 +214,13 @@ def support_code(dtype):
     from ffigraph.tensor.ctype import c_element_type
 
     if dt.kind in "iu":
-        return _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
-    if dt.kind == "f":
-        return _float_helpers(c_element_type(dt), suffix(dt), "f" if dt.itemsize == 4 else "")
-    if dt.kind == "b":
-        return _int_helpers("uint8_t", "u8", False)
-    return ""
+        code = _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
+    elif dt.kind == "f":
+        code = _float_helpers(c_element_type(dt), suffix(dt), "f" if dt.itemsize == 4 else "")
+    elif dt.kind == "b":
+        code = _int_helpers("uint8_t", "u8", False)
+    else:
+        return ""
+    # guarded: several ops may paste the helpers of one dtype into the same translation unit
+    guard = "FFG_SCALAR_HELPERS_%s" % suffix(dt).upper()
+    return "#ifndef %s\n#define %s\n%s#endif\n" % (guard, guard, code)

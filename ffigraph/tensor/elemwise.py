@@ -125,22 +125,7 @@ class Elemwise(Op):
         output_storage[0][0] = result
 
     def infer_shape(self, fgraph, node, input_shapes):
-        from ffigraph.tensor.basic import switch
-        from ffigraph.tensor.math import eq
-
-        out = []
-        for axis, size in enumerate(node.outputs[0].type.shape):
-            if size is not None:
-                from ffigraph.tensor.basic import constant
-
-                out.append(constant(size, dtype="int64"))
-                continue
-            dims = [shp[axis] for shp, v in zip(input_shapes, node.inputs) if v.type.shape[axis] != 1]
-            dim = dims[0]
-            for d in dims[1:]:
-                dim = switch(eq(dim, 1), d, dim)  # a runtime length 1 stretches (even to 0)
-            out.append(dim)
-        return [tuple(out)]
+        return [broadcast_shape(node.outputs[0].type.shape, node.inputs, input_shapes)]
 
     def __str__(self):
         return "Elemwise{%s}" % self.scalar_op
@@ -162,6 +147,24 @@ class Elemwise(Op):
 
     def c_code_cache_version(self):
         return (1,)
+
+
+def broadcast_shape(static_shape, inputs, input_shapes):
+    """The symbolic shape of ``inputs`` broadcast together (``static_shape`` is the result's static shape)."""
+    from ffigraph.tensor.basic import constant, switch
+    from ffigraph.tensor.math import eq
+
+    out = []
+    for axis, size in enumerate(static_shape):
+        if size is not None:
+            out.append(constant(size, dtype="int64"))
+            continue
+        dims = [shp[axis] for shp, v in zip(input_shapes, inputs) if v.type.shape[axis] != 1]
+        dim = dims[0]
+        for d in dims[1:]:
+            dim = switch(eq(dim, 1), d, dim)  # a runtime length 1 stretches (even to 0)
+        out.append(dim)
+    return tuple(out)
 
 
 def _promoted_positions(sop):

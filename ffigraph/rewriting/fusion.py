@@ -1,0 +1,218 @@
+"""Elementwise fusion: chains of Elemwise nodes become one FusedElemwise, siblings reading the
+same inputs share its loop (several outputs), and a reduction absorbs the elementwise work
+that feeds it (FusedReduce).
+
+Groups grow backwards from a sink node, adding producers, so the sink reads
+(through the group) every input of the group. That keeps error behaviour
+exact: the unfused graph fails to broadcast exactly when the fused loop does.
+Two groups are merged only when they read the same set of inputs, for the
+same reason. A producer is not added if that would make a cycle through a
+node outside the group.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from ffigraph.graph.basic import Constant
+from ffigraph.graph.rewriting import replace_all_validate
+from ffigraph.scalar.composite import Composite, const_ref
+from ffigraph.tensor.elemwise import Elemwise
+from ffigraph.tensor.fused import REDUCIBLE, FusedElemwise, FusedReduce
+from ffigraph.tensor.fused_c import _vector_function, fusable_step
+
+_log = logging.getLogger("ffigraph.rewriting")
+
+MAX_GROUP_INPUTS = 32  # keeps the loop's buffers (one per input and step) small
+
+
+def _fusable(node):
+    if type(node.op) is not Elemwise:
+        return False
+    in_dtypes = [v.type.dtype for v in node.inputs]
+    return fusable_step(node.op.scalar_op, in_dtypes, node.outputs[0].type.dtype)
+
+
+def _worth_alone(node):
+    """A lone node is fused only when the fused loop is faster: a vectorised transcendental."""
+    sop = node.op.scalar_op
+    return _vector_function(sop, [v.type.dtype for v in node.inputs], node.outputs[0].type.dtype) is not None
+
+
+class _Graph:
+    """Positions and clients of the graph, for the cycle check."""
+
+    def __init__(self, fgraph):
+        self.fgraph = fgraph
+        self.order = fgraph.toposort()
+        self.pos = {n: i for i, n in enumerate(self.order)}
+
+    def reaches(self, starts, targets, limit):
+        """True when a path from any node in ``starts`` reaches a node in ``targets``
+        (only nodes before position ``limit`` can lie on such a path)."""
+        seen, stack = set(), list(starts)
+        while stack:
+            node = stack.pop()
+            if node in targets:
+                return True
+            if node in seen or self.pos.get(node, limit + 1) > limit:
+                continue
+            seen.add(node)
+            for out in node.outputs:
+                for client, _ in self.fgraph.clients[out]:
+                    if client != "output":
+                        stack.append(client)
+        return False
+
+    def external_clients(self, nodes, members):
+        out = []
+        for node in nodes:
+            for var in node.outputs:
+                out += [c for c, _ in self.fgraph.clients[var] if c != "output" and c not in members]
+        return out
+
+
+def _grow(graph, sink, assigned):
+    members = {sink}
+    ndim = sink.outputs[0].ndim
+    frontier = [sink]
+    while frontier:
+        node = frontier.pop()
+        for var in node.inputs:
+            p = var.owner
+            if p is None or p in members or p in assigned or not _fusable(p) or p.outputs[0].ndim != ndim:
+                continue
+            limit = max(graph.pos[m] for m in members)
+            if graph.reaches(graph.external_clients([p], members), members, limit):
+                continue  # p -> outside -> group
+            if graph.reaches(graph.external_clients(members, members), {p}, graph.pos[p]):
+                continue  # group -> outside -> p
+            if len(_external_inputs(list(members) + [p])) > MAX_GROUP_INPUTS:
+                continue
+            members.add(p)
+            frontier.append(p)
+    return members
+
+
+def _external_inputs(members):
+    """The variables the group reads from outside, in the order the (ordered) members read them."""
+    inside = set(members)
+    seen = []
+    for node in members:
+        for v in node.inputs:
+            if (v.owner not in inside) and not _inlined(v) and v not in seen:
+                seen.append(v)
+    return seen
+
+
+def _inlined(var):
+    return isinstance(var, Constant) and np.asarray(var.data).size == 1
+
+
+def find_groups(fgraph):
+    graph = _Graph(fgraph)
+    assigned = set()
+    groups = []
+    for node in reversed(graph.order):
+        if node in assigned or not _fusable(node):
+            continue
+        members = _grow(graph, node, assigned)
+        assigned |= members
+        groups.append(sorted(members, key=graph.pos.get))
+    return _merge_siblings(groups), graph
+
+
+def _merge_siblings(groups):
+    by_inputs = {}
+    merged = []
+    for g in groups:
+        key = (g[0].outputs[0].ndim, frozenset(_external_inputs(g)))
+        if not key[1]:
+            merged.append(g)
+            continue
+        if key in by_inputs:
+            by_inputs[key].extend(g)
+        else:
+            by_inputs[key] = list(g)
+            merged.append(by_inputs[key])
+    return merged
+
+
+def _outputs_needed(fgraph, members):
+    """Variables computed in the group that something outside it (or the graph) reads."""
+    out = []
+    for node in members:
+        v = node.outputs[0]
+        if any(c == "output" or c not in members for c, _ in fgraph.clients[v]):
+            out.append(v)
+    return out
+
+
+def build_composite(members, outputs):
+    """The Composite for ``members`` (topologically ordered) and the input variables it reads."""
+    inputs = _external_inputs(members)
+    index = {v: k for k, v in enumerate(inputs)}
+    step_of = {}
+    steps = []
+    for node in members:
+        args = []
+        for v in node.inputs:
+            if v in step_of:
+                args.append(("step", step_of[v]))
+            elif v in index:
+                args.append(("in", index[v]))
+            else:
+                args.append(const_ref(v.data))
+        steps.append((node.op.scalar_op, args, node.outputs[0].type.dtype))
+        step_of[node.outputs[0]] = len(steps) - 1
+    comp = Composite([v.type.dtype for v in inputs], steps, [step_of[v] for v in outputs])
+    return comp, inputs
+
+
+def _fuse_group(fgraph, members):
+    outputs = _outputs_needed(fgraph, members)
+    comp, inputs = build_composite(members, outputs)
+    if not inputs:
+        return False
+    new = FusedElemwise(comp)(*inputs)
+    new = new if isinstance(new, list) else [new]
+    return replace_all_validate(fgraph, list(zip(outputs, new)), reason="fusion")
+
+
+def _fuse_reductions(fgraph):
+    from ffigraph.tensor.math import Reduce
+
+    for node in fgraph.toposort():
+        if node not in fgraph.apply_nodes or not isinstance(node.op, Reduce):
+            continue
+        op, (x,) = node.op, node.inputs
+        producer = x.owner
+        if op.kind not in REDUCIBLE or not op.axis or producer is None:
+            continue
+        if len(fgraph.clients[x]) != 1 or np.dtype(x.type.dtype).kind != "f":
+            continue
+        if node.outputs[0].type.dtype != x.type.dtype:
+            continue
+        if isinstance(producer.op, FusedElemwise) and len(producer.outputs) == 1 and not producer.op.inplace:
+            comp, inputs = producer.op.composite, producer.inputs
+        elif _fusable(producer):
+            comp, inputs = build_composite([producer], [x])
+        else:
+            continue
+        if not inputs:
+            continue
+        new = FusedReduce(comp, op.kind, op.axis)(*inputs)
+        replace_all_validate(fgraph, [(node.outputs[0], new)], reason="fusion")
+
+
+def fusion_rewrite(fgraph):
+    groups, _ = find_groups(fgraph)
+    for members in groups:
+        if len(members) == 1 and not _worth_alone(members[0]):
+            continue
+        if all(m in fgraph.apply_nodes for m in members):
+            _fuse_group(fgraph, members)
+    _fuse_reductions(fgraph)
+    return fgraph
+

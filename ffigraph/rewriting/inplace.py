@@ -1,0 +1,2 @@
+def inplace_rewrite(fgraph):
+    return fgraph

@@ -1,0 +1,130 @@
+"""``Composite``: a straight-line program of scalar ops with several outputs.
+
+Fusion turns a group of elementwise nodes into one Composite; the fused
+loop evaluates it once per element (or per block of elements). Each step is
+``(scalar_op, args, out_dtype)`` where an arg is a reference:
+
+  ("in", k)                 the k-th input of the fused node;
+  ("step", j)               the value of an earlier step;
+  ("const", dtype, bytes)   a scalar constant (bytes keep the exact value, NaN included).
+
+Everything is a tuple, so two Composites with the same program are equal
+and hash alike: merge and the compile cache see them as one.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ffigraph.graph.utils import PropsIdentity
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "true_div": "/", "int_div": "//", "mod": "%", "pow": "**",
+          "eq": "==", "neq": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|",
+          "xor": "^"}
+
+
+def const_ref(value):
+    value = np.asarray(value)
+    if value.size != 1:
+        raise ValueError("a Composite constant must be a scalar, got shape %s" % (value.shape,))
+    value = value.reshape(())
+    return ("const", value.dtype.name, value.tobytes())
+
+
+def const_value(ref):
+    return np.frombuffer(ref[2], dtype=ref[1]).reshape(())
+
+
+class Composite(PropsIdentity):
+    __props__ = ("in_dtypes", "steps", "outputs")
+
+    def __init__(self, in_dtypes, steps, outputs):
+        self.in_dtypes = tuple(np.dtype(d).name for d in in_dtypes)
+        self.steps = tuple((sop, tuple(args), np.dtype(dt).name) for sop, args, dt in steps)
+        self.outputs = tuple(int(j) for j in outputs)
+        for j, (sop, args, _) in enumerate(self.steps):
+            for ref in args:
+                if ref[0] == "step" and not 0 <= ref[1] < j:
+                    raise ValueError("step %d of a Composite reads step %r, which is not earlier" % (j, ref[1]))
+                if ref[0] == "in" and not 0 <= ref[1] < len(self.in_dtypes):
+                    raise ValueError("step %d of a Composite reads a missing input %r" % (j, ref[1]))
+        self.name = "composite"
+
+    @property
+    def nin(self):
+        return len(self.in_dtypes)
+
+    @property
+    def nout(self):
+        return len(self.outputs)
+
+    def out_dtypes(self):
+        return [self.steps[j][2] for j in self.outputs]
+
+    def ref_dtype(self, ref):
+        if ref[0] == "in":
+            return self.in_dtypes[ref[1]]
+        if ref[0] == "step":
+            return self.steps[ref[1]][2]
+        return ref[1]
+
+    def input_dependencies(self):
+        """For each output, the sorted input indices its value depends on."""
+        deps = []
+        for sop, args, _ in self.steps:
+            d = set()
+            for ref in args:
+                if ref[0] == "in":
+                    d.add(ref[1])
+                elif ref[0] == "step":
+                    d |= deps[ref[1]]
+            deps.append(d)
+        return [tuple(sorted(deps[j])) for j in self.outputs]
+
+    # ---- evaluation with numpy (the reference semantics: each step as its Elemwise would run)
+
+    def compute(self, inputs):
+        values = []
+
+        def get(ref):
+            if ref[0] == "in":
+                return inputs[ref[1]]
+            if ref[0] == "step":
+                return values[ref[1]]
+            return const_value(ref)
+
+        for sop, args, dt in self.steps:
+            values.append(sop.compute([get(r) for r in args], np.dtype(dt)))
+        return [values[j] for j in self.outputs]
+
+    # ---- text
+
+    def _expression(self, ref, memo):
+        if ref[0] == "in":
+            return "i%d" % ref[1]
+        if ref[0] == "const":
+            return repr(const_value(ref).item())
+        j = ref[1]
+        if j not in memo:
+            sop, args, _ = self.steps[j]
+            parts = [self._expression(r, memo) for r in args]
+            if sop.name in _INFIX and len(parts) == 2:
+                memo[j] = "(%s %s %s)" % (parts[0], _INFIX[sop.name], parts[1])
+            else:
+                memo[j] = "%s(%s)" % (sop.name, ", ".join(parts))
+        return memo[j]
+
+    def expressions(self):
+        memo = {}
+        return [self._expression(("step", j), memo) for j in self.outputs]
+
+    def __str__(self):
+        return "Composite{%s}" % ", ".join(self.expressions())
+
+    def inner_debugprint_lines(self):
+        lines = []
+        for j, (sop, args, dt) in enumerate(self.steps):
+            names = ["i%d" % r[1] if r[0] == "in" else "t%d" % r[1] if r[0] == "step"
+                     else repr(const_value(r).item()) for r in args]
+            mark = "  -> output %d" % self.outputs.index(j) if j in self.outputs else ""
+            lines.append("t%d = %s(%s)  [%s]%s" % (j, sop.name, ", ".join(names), dt, mark))
+        return lines

@@ -1,0 +1,452 @@
+"""C for the fused ops: one loop over the broadcast inputs, evaluated block by block.
+
+The innermost axis is cut into blocks of BLOCK elements. For each block every
+Composite step runs as its own short loop over small buffers that stay in L1
+cache: plain arithmetic loops the compiler vectorises, and transcendental
+functions call vector routines (``ffigraph.scalar.vmath_c``, glibc's libmvec).
+Inputs are read in place when contiguous along that axis and gathered into a
+buffer otherwise (negative, zero and odd strides all take that path). An
+output step writes straight into its output when the output is contiguous
+there. ``FusedReduce`` folds each block into its output instead of storing it.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.scalar.c_table import c_cast, c_expression, support_code
+from ffigraph.scalar.composite import const_value
+from ffigraph.tensor.ctype import c_element_type
+from ffigraph.tensor.elemwise_c import _NEEDS_HELPERS, _broadcast, _operand_dtypes, compute_dtype
+
+try:
+    from ffigraph.scalar import vmath_c as _vmath
+except ImportError:  # pragma: no cover - the vector helpers are part of the package
+    _vmath = None
+
+BLOCK = 256
+SMALL_BLOCK = 64   # for programs with many buffers, to keep them in cache and off a deep stack
+
+
+# ------------------------------------------------------------------ one scalar step
+
+
+def _literal(ref):
+    value = const_value(ref)
+    dt = value.dtype
+    if dt.kind == "f":
+        v = float(value)
+        if math.isnan(v):
+            text = "NAN"
+        elif math.isinf(v):
+            text = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            text = repr(v)
+        return "((%s)%s)" % (c_element_type(dt), text)
+    if dt.kind == "b":
+        return "1" if bool(value) else "0"
+    if dt.kind == "u":
+        return "((%s)%dULL)" % (c_element_type(dt), int(value))
+    if dt.kind == "i":
+        v = int(value)
+        if v == -2 ** 63:
+            return "((int64_t)(-9223372036854775807LL - 1))"
+        return "((%s)%dLL)" % (c_element_type(dt), v)
+    raise MethodNotDefined("no C literal for a %s constant" % dt)
+
+
+def step_expression(sop, in_dtypes, out_dtype, operands):
+    """(C expression of ``out_dtype``, check or None) for one scalar op on C operand expressions."""
+    if any(np.dtype(d).kind == "c" for d in list(in_dtypes) + [out_dtype]):
+        raise MethodNotDefined("%s: no C code for complex values yet" % sop)
+    cdt = compute_dtype(sop, in_dtypes, out_dtype)
+    op_dtypes = _operand_dtypes(sop, in_dtypes, cdt)
+    loaded = [c_cast(o, d, od, c_element_type(od)) for o, d, od in zip(operands, in_dtypes, op_dtypes)]
+    if sop.rule == "cast":
+        return c_cast(loaded[0], in_dtypes[0], out_dtype, c_element_type(out_dtype)), None
+    expr, check = c_expression(sop.name, cdt, loaded)
+    return c_cast(expr, "bool" if sop.rule == "bool" else cdt, out_dtype, c_element_type(out_dtype)), check
+
+
+def _vector_function(sop, in_dtypes, out_dtype):
+    """The vector routine computing this step on whole buffers, or None."""
+    if _vmath is None or sop.nin != 1 or sop.rule != "float":
+        return None
+    if np.dtype(out_dtype).name not in ("float32", "float64"):
+        return None
+    if sop.name not in _vmath.VECTOR_FUNCTIONS:
+        return None
+    return _vmath.vector_function_name(sop.name, out_dtype)
+
+
+def fusable_step(sop, in_dtypes, out_dtype):
+    """True when the step has C code (fusion only builds loops it can compile)."""
+    try:
+        step_expression(sop, in_dtypes, out_dtype, ["a%d" % i for i in range(len(in_dtypes))])
+        return True
+    except (MethodNotDefined, KeyError):
+        return False
+
+
+# ------------------------------------------------------------------ support code and libraries
+
+
+def _vector_steps(composite):
+    out = []
+    for sop, args, dt in composite.steps:
+        fn = _vector_function(sop, [composite.ref_dtype(r) for r in args], dt)
+        if fn is not None:
+            out.append((sop.name, dt))
+    return out
+
+
+def fused_support_code(composite):
+    parts = []
+    helper_dtypes = []
+    for sop, args, dt in composite.steps:
+        if sop.name in _NEEDS_HELPERS:
+            cdt = compute_dtype(sop, [composite.ref_dtype(r) for r in args], dt)
+            if cdt not in helper_dtypes:
+                helper_dtypes.append(cdt)
+    parts += [support_code(d) for d in helper_dtypes]
+    vector = _vector_steps(composite)
+    if vector:
+        parts.append(_vmath.vmath_support_code(sorted(set(vector))))
+    return "\n".join(p for p in parts if p)
+
+
+def fused_libraries(composite):
+    return list(_vmath.VMATH_LIBRARIES) if _vector_steps(composite) else []
+
+
+# ------------------------------------------------------------------ the loop
+
+
+class _Loop:
+    """Text of the blocked loop shared by FusedElemwise and FusedReduce.
+
+    ``ins``: C names of the input arrays; ``destroyed``: input indices whose
+    memory an output may take (always gathered, so a write never feeds a later read).
+    """
+
+    def __init__(self, op, node, ins, sub, destroyed=()):
+        self.op, self.node, self.ins, self.sub = op, node, ins, sub
+        self.comp = op.composite
+        self.nd = node.inputs[0].ndim if node.inputs else 0
+        self.destroyed = set(destroyed)
+        nbuf = self.comp.nin + len(self.comp.steps)
+        self.block = BLOCK if nbuf <= 24 else SMALL_BLOCK
+        self.in_ctypes = [c_element_type(d) for d in self.comp.in_dtypes]
+        self.step_ctypes = [c_element_type(dt) for _, _, dt in self.comp.steps]
+
+    def dims(self):
+        return max(self.nd, 1)
+
+    def input_strides(self):
+        lines = []
+        for i, name in enumerate(self.ins):
+            lines.append("int64_t st%d[%d];" % (i, self.dims()))
+        for i, name in enumerate(self.ins):
+            for d in range(self.nd):
+                lines.append("st%d[%d] = %s.shape[%d] == 1 ? 0 : %s.strides[%d];" % (i, d, name, d, name, d))
+            if self.nd == 0:
+                lines.append("st%d[0] = 1;" % i)
+        return lines
+
+    def last_stride(self, prefix, i):
+        return "%s%d[%d]" % (prefix, i, self.nd - 1) if self.nd else "1"
+
+    def nest(self, pointers, inner):
+        """Loops over axes 0..nd-2 advancing each (ctype, base, stride array) pointer; ``inner`` is
+        the innermost block loop's text, which reads pointer ``<base>_<nd-1>``."""
+        lines = []
+        for ctype, base, stride in pointers:
+            lines.append("%s *%s_0 = (%s *)%s;" % (ctype, base, ctype, stride[1]))
+        indent = ""
+        for d in range(self.nd - 1):
+            lines.append("%s{" % indent)
+            lines.append("%s    int64_t i%d;" % (indent, d))
+            lines.append("%s    for (i%d = 0; i%d < shape[%d]; ++i%d) {" % (indent, d, d, d, d))
+            indent += "        "
+            for ctype, base, stride in pointers:
+                lines.append("%s%s *%s_%d = %s_%d + i%d * %s[%d];"
+                             % (indent, ctype, base, d + 1, base, d, d, stride[0], d))
+        last = max(self.nd - 1, 0)
+        lines += [indent + ln for ln in inner(last)]
+        for d in range(self.nd - 2, -1, -1):
+            indent = indent[:-8]
+            lines.append("%s    }" % indent)
+            lines.append("%s}" % indent)
+        return lines
+
+    def block_body(self, last, out_targets):
+        """Statements for one block (``j0``, ``m``): load inputs, run every step.
+
+        out_targets: {step index: (output pointer base, output stride expr)} for steps written
+        straight into an output when that output is contiguous along the loop's last axis.
+        """
+        comp, B = self.comp, self.block
+        body = ["int64_t j;"]
+        for i in range(comp.nin):
+            ct = self.in_ctypes[i]
+            p = "p%d_%d" % (i, last)
+            s = self.last_stride("st", i)
+            if i in self.destroyed:
+                body.append("const %s *b%d = g%d;" % (ct, i, i))
+                body.append("for (j = 0; j < m; ++j) g%d[j] = %s[(j0 + j) * %s];" % (i, p, s))
+            else:
+                body.append("const %s *b%d;" % (ct, i))
+                body.append("if (%s == 1) {" % s)
+                body.append("    b%d = %s + j0;" % (i, p))
+                body.append("} else {")
+                body.append("    for (j = 0; j < m; ++j) g%d[j] = %s[(j0 + j) * %s];" % (i, p, s))
+                body.append("    b%d = g%d;" % (i, i))
+                body.append("}")
+        for j, (sop, args, dt) in enumerate(comp.steps):
+            ct = self.step_ctypes[j]
+            body.append("/* t%d = %s */" % (j, self._describe(sop, args)))
+            if j in out_targets:
+                base, stride = out_targets[j]
+                body.append("%s *t%d = %s == 1 ? %s + j0 : u%d;" % (ct, j, stride, base, j))
+            else:
+                body.append("%s *t%d = u%d;" % (ct, j, j))
+            body += self._step_loop(j, sop, args, dt)
+        return body
+
+    def _describe(self, sop, args):
+        names = ["i%d" % r[1] if r[0] == "in" else "t%d" % r[1] if r[0] == "step"
+                 else repr(const_value(r).item()) for r in args]
+        return "%s(%s)" % (sop.name, ", ".join(names))
+
+    def _operand(self, ref):
+        if ref[0] == "in":
+            return "b%d[j]" % ref[1]
+        if ref[0] == "step":
+            return "t%d[j]" % ref[1]
+        return _literal(ref)
+
+    def _buffer(self, ref):
+        return ("b%d" if ref[0] == "in" else "t%d") % ref[1]
+
+    def _step_loop(self, j, sop, args, dt):
+        in_dtypes = [self.comp.ref_dtype(r) for r in args]
+        vfn = _vector_function(sop, in_dtypes, dt)
+        if vfn is not None and args[0][0] != "const":
+            if np.dtype(in_dtypes[0]) == np.dtype(dt):
+                return ["%s(m, %s, t%d);" % (vfn, self._buffer(args[0]), j)]
+            cast = c_cast(self._operand(args[0]), in_dtypes[0], dt, c_element_type(dt))
+            return ["for (j = 0; j < m; ++j) t%d[j] = %s;" % (j, cast), "%s(m, t%d, t%d);" % (vfn, j, j)]
+        expr, check = step_expression(sop, in_dtypes, dt, [self._operand(r) for r in args])
+        if check is None:
+            return ["for (j = 0; j < m; ++j) t%d[j] = %s;" % (j, expr)]
+        cond, message = check
+        return ["for (j = 0; j < m; ++j) {",
+                '    if (%s) { ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: %s"); %s }'
+                % (cond, self.sub["err"], self.op, message, self.sub["fail"]),
+                "    t%d[j] = %s;" % (j, expr),
+                "}"]
+
+    def buffers(self):
+        B = self.block
+        lines = ["%s g%d[%d];" % (ct, i, B) for i, ct in enumerate(self.in_ctypes)]
+        lines += ["%s u%d[%d];" % (ct, j, B) for j, ct in enumerate(self.step_ctypes)]
+        return lines
+
+    def blocks(self, last, body):
+        n = "shape[%d]" % last if self.nd else "1"
+        lines = ["{",
+                 "    const int64_t n = %s;" % n,
+                 "    int64_t j0;",
+                 "    for (j0 = 0; j0 < n; j0 += %d) {" % self.block,
+                 "        const int64_t m = n - j0 < %d ? n - j0 : %d;" % (self.block, self.block)]
+        lines += ["        " + ln for ln in body]
+        lines += ["    }", "}"]
+        return lines
+
+    def loop_shape(self):
+        lines = ["int64_t shape[%d];" % self.dims(), "int64_t k;"]
+        if self.nd == 0:
+            lines.append("shape[0] = 1;")
+        lines += _broadcast(self.op, self.ins, self.nd, self.sub)
+        return lines
+
+
+def _alloc(out, nd, shape, ctype, sub):
+    return ["if (ffg_alloc_array(&%s, %d, %s, sizeof(%s), %s, %s))" % (out, nd, shape, ctype, sub["allocator"], sub["err"]),
+            "    %s" % sub["fail"]]
+
+
+def _take_over(out, x, nd):
+    """The output takes the destroyed input's memory (same shape, dtype; checked by the caller)."""
+    lines = ["%s.data = %s.data;" % (out, x), "%s.owned = %s.owned;" % (out, x), "%s.owned = NULL;" % x]
+    for d in range(nd):
+        lines.append("%s.shape[%d] = %s.shape[%d]; %s.strides[%d] = %s.strides[%d];" % (out, d, x, d, out, d, x, d))
+    return lines
+
+
+def fused_elemwise_c_code(op, node, ins, outs, sub):
+    comp = op.composite
+    inplace = dict(op.inplace)
+    loop = _Loop(op, node, ins, sub, destroyed=inplace.values())
+    nd = loop.nd
+    lines = ["/* %s */" % str(comp).replace("*/", "* /")]
+    lines += loop.loop_shape()
+    lines.append("int64_t oshape[%d];" % loop.dims())
+    for k, (out, deps) in enumerate(zip(outs, comp.input_dependencies())):
+        ct = c_element_type(node.outputs[k].type.dtype)
+        lines.append("/* output %d: the broadcast shape of the inputs it reads */" % k)
+        for d in range(nd):
+            lines.append("oshape[%d] = 1;" % d)
+            for i in deps:
+                lines.append("ffg_broadcast_dim(&oshape[%d], %s.shape[%d]);" % (d, ins[i], d))
+        if k in inplace:
+            x = ins[inplace[k]]
+            same = " && ".join(["%s.owned != NULL" % x] + ["%s.shape[%d] == oshape[%d]" % (x, d, d) for d in range(nd)]
+                               + _contiguous_checks(x, nd))
+            lines.append("if (%s) {" % same)
+            lines += ["    " + ln for ln in _take_over(out, x, nd)]
+            lines.append("} else {")
+            lines += ["    " + ln for ln in _alloc(out, nd, "oshape", ct, sub)]
+            lines.append("}")
+        else:
+            lines += _alloc(out, nd, "oshape", ct, sub)
+    body = ["{"]
+    inner = loop.input_strides()
+    for k, out in enumerate(outs):
+        inner.append("int64_t ost%d[%d];" % (k, loop.dims()))
+        for d in range(nd):
+            inner.append("ost%d[%d] = %s.shape[%d] == 1 ? 0 : %s.strides[%d];" % (k, d, out, d, out, d))
+        if nd == 0:
+            inner.append("ost%d[0] = 1;" % k)
+    inner += loop.buffers()
+    inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
+    out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
+    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
+    pointers += [(out_ctypes[k], "q%d" % k, ("ost%d" % k, "%s.data" % outs[k])) for k in range(len(outs))]
+    step_of_output = {j: k for k, j in enumerate(comp.outputs)}
+
+    def inner_loop(last):
+        targets = {j: ("q%d_%d" % (k, last), loop.last_stride("ost", k)) for j, k in step_of_output.items()}
+        block = loop.block_body(last, targets)
+        for j, k in step_of_output.items():
+            s = loop.last_stride("ost", k)
+            block.append("if (%s != 1)" % s)
+            block.append("    for (j = 0; j < m; ++j) q%d_%d[(j0 + j) * %s] = t%d[j];" % (k, last, s, j))
+        return loop.blocks(last, block)
+
+    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop)]
+    inner.append("}")
+    body += ["    " + ln for ln in inner]
+    body.append("}")
+    return "\n".join(lines + body)
+
+
+def _contiguous_checks(x, nd):
+    # the taken-over memory is written in C order through the output's own strides;
+    # requiring C contiguity keeps every element written exactly once
+    checks, expected = [], "1"
+    for d in range(nd - 1, -1, -1):
+        checks.append("(%s.shape[%d] <= 1 || %s.strides[%d] == %s)" % (x, d, x, d, expected))
+        expected = "%s * %s.shape[%d]" % (expected, x, d)
+    return checks
+
+
+# ------------------------------------------------------------------ fused reductions
+
+_IDENTITY = {"sum": "0", "mean": "0", "prod": "1", "max": "(-INFINITY)", "min": "INFINITY"}
+
+
+def _combine(kind, acc, v):
+    if kind in ("sum", "mean"):
+        return "%s + %s" % (acc, v)
+    if kind == "prod":
+        return "%s * %s" % (acc, v)
+    cmp = ">" if kind == "max" else "<"
+    return "((%s %s %s || %s != %s) ? %s : %s)" % (v, cmp, acc, v, v, v, acc)  # NaN wins, as in numpy
+
+
+def _block_fold(kind, ct, src, dst):
+    """Fold t[0..m) into *dst; sums and products use eight independent lanes (vectorisable)."""
+    if kind in ("max", "min"):
+        return ["{",
+                "    %s acc = *%s;" % (ct, dst),
+                "    for (j = 0; j < m; ++j) acc = %s;" % _combine(kind, "acc", "%s[j]" % src),
+                "    *%s = acc;" % dst,
+                "}"]
+    ident = _IDENTITY[kind]
+    op = "+" if kind in ("sum", "mean") else "*"
+    lanes = " ".join("l[%d] %s= %s[j + %d];" % (q, op, src, q) for q in range(8))
+    total = "((l[0] {o} l[1]) {o} (l[2] {o} l[3])) {o} ((l[4] {o} l[5]) {o} (l[6] {o} l[7]))".format(o=op)
+    return ["{",
+            "    %s l[8] = {%s};" % (ct, ", ".join([ident] * 8)),
+            "    %s acc;" % ct,
+            "    for (j = 0; j + 8 <= m; j += 8) { %s }" % lanes,
+            "    acc = %s;" % total,
+            "    for (; j < m; ++j) acc %s= %s[j];" % (op, src),
+            "    *%s %s= acc;" % (dst, op),
+            "}"]
+
+
+def fused_reduce_c_code(op, node, ins, outs, sub):
+    comp = op.composite
+    (out,) = outs
+    loop = _Loop(op, node, ins, sub)
+    nd, axes = loop.nd, op.axis
+    kept = [d for d in range(nd) if d not in axes]
+    ct = c_element_type(node.outputs[0].type.dtype)
+    lines = ["/* %s */" % str(op).replace("*/", "* /")]
+    lines += loop.loop_shape()
+    if op.kind in ("max", "min"):
+        for d in axes:
+            lines.append("if (shape[%d] == 0) {" % d)
+            lines.append('    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: cannot take the %s over an empty axis '
+                         '(axis %d)"); %s' % (sub["err"], str(op).split("(")[0], op.kind, d, sub["fail"]))
+            lines.append("}")
+    lines.append("int64_t oshape[%d];" % max(len(kept), 1))
+    for p, d in enumerate(kept):
+        lines.append("oshape[%d] = shape[%d];" % (p, d))
+    lines += _alloc(out, len(kept), "oshape", ct, sub)
+    lines.append("{")
+    lines.append("    int64_t e, count = ffg_size(%d, oshape);" % len(kept))
+    lines.append("    %s *o = (%s *)%s.data;" % (ct, ct, out))
+    lines.append("    for (e = 0; e < count; ++e) o[e] = %s;" % _IDENTITY[op.kind])
+    lines.append("}")
+    inner = loop.input_strides()
+    inner.append("int64_t ost[%d];" % loop.dims())
+    for d in range(nd):
+        if d in axes:
+            inner.append("ost[%d] = 0;" % d)
+        else:
+            inner.append("ost[%d] = %s.strides[%d];" % (d, out, kept.index(d)))
+    if nd == 0:
+        inner.append("ost[0] = 0;")
+    inner += loop.buffers()
+    inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
+    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
+    pointers.append((ct, "q", ("ost", "%s.data" % out)))
+    result = comp.outputs[0]
+
+    def inner_loop(last):
+        block = loop.block_body(last, {})
+        reduced_last = nd == 0 or (nd - 1) in axes
+        if reduced_last:
+            block += _block_fold(op.kind, ct, "t%d" % result, "q_%d" % last)
+        else:
+            block.append("for (j = 0; j < m; ++j) {")
+            block.append("    %s *r = q_%d + (j0 + j) * ost[%d];" % (ct, last, last))
+            block.append("    *r = %s;" % _combine(op.kind, "*r", "t%d[j]" % result))
+            block.append("}")
+        return loop.blocks(last, block)
+
+    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop)]
+    inner.append("}")
+    if op.kind == "mean":
+        inner.append("{")
+        inner.append("    int64_t e, count = ffg_size(%d, oshape);" % len(kept))
+        inner.append("    %s denom = (%s)(%s);" % (ct, ct, " * ".join("shape[%d]" % d for d in axes) or "1"))
+        inner.append("    %s *o = (%s *)%s.data;" % (ct, ct, out))
+        inner.append("    for (e = 0; e < count; ++e) o[e] /= denom;")
+        inner.append("}")
+    return "\n".join(lines + ["{"] + ["    " + ln for ln in inner] + ["}"])
