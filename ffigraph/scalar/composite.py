@@ -128,3 +128,24 @@ class Composite(PropsIdentity):
             mark = "  -> output %d" % self.outputs.index(j) if j in self.outputs else ""
             lines.append("t%d = %s(%s)  [%s]%s" % (j, sop.name, ", ".join(names), dt, mark))
         return lines
+
+    def restricted(self, k):
+        """(Composite computing only output ``k``, the indices of the inputs it reads)."""
+        needed, stack = set(), [self.outputs[k]]
+        while stack:
+            j = stack.pop()
+            if j in needed:
+                continue
+            needed.add(j)
+            stack += [r[1] for r in self.steps[j][1] if r[0] == "step"]
+        inputs = self.input_dependencies()[k]
+        in_map = {old: new for new, old in enumerate(inputs)}
+        step_map, steps = {}, []
+        for j in sorted(needed):
+            sop, args, dt = self.steps[j]
+            args = [("in", in_map[r[1]]) if r[0] == "in" else ("step", step_map[r[1]]) if r[0] == "step" else r
+                    for r in args]
+            step_map[j] = len(steps)
+            steps.append((sop, args, dt))
+        comp = Composite([self.in_dtypes[i] for i in inputs], steps, [step_map[self.outputs[k]]])
+        return comp, inputs

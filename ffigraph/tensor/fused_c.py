@@ -158,7 +158,7 @@ class _Loop:
     def last_stride(self, prefix, i):
         return "%s%d[%d]" % (prefix, i, self.nd - 1) if self.nd else "1"
 
-    def nest(self, pointers, inner):
+    def nest(self, pointers, inner, shape="shape"):
         """Loops over axes 0..nd-2 advancing each (ctype, base, stride array) pointer; ``inner`` is
         the innermost block loop's text, which reads pointer ``<base>_<nd-1>``."""
         lines = []
@@ -168,7 +168,7 @@ class _Loop:
         for d in range(self.nd - 1):
             lines.append("%s{" % indent)
             lines.append("%s    int64_t i%d;" % (indent, d))
-            lines.append("%s    for (i%d = 0; i%d < shape[%d]; ++i%d) {" % (indent, d, d, d, d))
+            lines.append("%s    for (i%d = 0; i%d < %s[%d]; ++i%d) {" % (indent, d, d, shape, d, d))
             indent += "        "
             for ctype, base, stride in pointers:
                 lines.append("%s%s *%s_%d = %s_%d + i%d * %s[%d];"
@@ -254,8 +254,8 @@ class _Loop:
         lines += ["%s u%d[%d];" % (ct, j, B) for j, ct in enumerate(self.step_ctypes)]
         return lines
 
-    def blocks(self, last, body):
-        n = "shape[%d]" % last if self.nd else "1"
+    def blocks(self, last, body, shape="shape"):
+        n = "%s[%d]" % (shape, last) if self.nd else "1"
         lines = ["{",
                  "    const int64_t n = %s;" % n,
                  "    int64_t j0;",
@@ -291,28 +291,57 @@ def fused_elemwise_c_code(op, node, ins, outs, sub):
     inplace = dict(op.inplace)
     loop = _Loop(op, node, ins, sub, destroyed=inplace.values())
     nd = loop.nd
+    deps = comp.input_dependencies()
     lines = ["/* %s */" % str(comp).replace("*/", "* /")]
     lines += loop.loop_shape()
-    lines.append("int64_t oshape[%d];" % loop.dims())
-    for k, (out, deps) in enumerate(zip(outs, comp.input_dependencies())):
+    for k, out in enumerate(outs):
         ct = c_element_type(node.outputs[k].type.dtype)
         lines.append("/* output %d: the broadcast shape of the inputs it reads */" % k)
+        lines.append("int64_t oshape%d[%d];" % (k, loop.dims()))
         for d in range(nd):
-            lines.append("oshape[%d] = 1;" % d)
-            for i in deps:
-                lines.append("ffg_broadcast_dim(&oshape[%d], %s.shape[%d]);" % (d, ins[i], d))
+            lines.append("oshape%d[%d] = 1;" % (k, d))
+            for i in deps[k]:
+                lines.append("ffg_broadcast_dim(&oshape%d[%d], %s.shape[%d]);" % (k, d, ins[i], d))
+        shape = "oshape%d" % k
         if k in inplace:
             x = ins[inplace[k]]
-            same = " && ".join(["%s.owned != NULL" % x] + ["%s.shape[%d] == oshape[%d]" % (x, d, d) for d in range(nd)]
-                               + _contiguous_checks(x, nd))
+            same = " && ".join(["%s.owned != NULL" % x] + ["%s.shape[%d] == oshape%d[%d]" % (x, d, k, d)
+                                                           for d in range(nd)] + _contiguous_checks(x, nd))
             lines.append("if (%s) {" % same)
             lines += ["    " + ln for ln in _take_over(out, x, nd)]
             lines.append("} else {")
-            lines += ["    " + ln for ln in _alloc(out, nd, "oshape", ct, sub)]
+            lines += ["    " + ln for ln in _alloc(out, nd, shape, ct, sub)]
             lines.append("}")
         else:
-            lines += _alloc(out, nd, "oshape", ct, sub)
-    body = ["{"]
+            lines += _alloc(out, nd, shape, ct, sub)
+    out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
+    lines += _elemwise_loop(loop, outs, out_ctypes, "shape")
+    # When another input makes the loop empty, an output that does not read that input
+    # still has elements (a length-1 axis it did not stretch): compute those on their own.
+    partial = [k for k in range(len(outs)) if len(deps[k]) < comp.nin]
+    for k in partial:
+        sub_comp, sub_inputs = comp.restricted(k)
+        sub_loop = _Loop(_Restricted(sub_comp, op), node, [ins[i] for i in sub_inputs], sub)
+        lines.append("if (ffg_size(%d, shape) == 0 && ffg_size(%d, oshape%d) > 0) {" % (nd, nd, k))
+        lines += ["    " + ln for ln in _elemwise_loop(sub_loop, [outs[k]], [out_ctypes[k]], "oshape%d" % k)]
+        lines.append("}")
+    return "\n".join(lines)
+
+
+class _Restricted:
+    """The op seen by a loop that computes one output of ``op`` from a restricted Composite."""
+
+    def __init__(self, composite, op):
+        self.composite = composite
+        self._op = op
+
+    def __str__(self):
+        return str(self._op)
+
+
+def _elemwise_loop(loop, outs, out_ctypes, shape):
+    """The loop over ``shape`` writing the Composite's outputs into ``outs`` (already allocated)."""
+    comp, nd = loop.comp, loop.nd
     inner = loop.input_strides()
     for k, out in enumerate(outs):
         inner.append("int64_t ost%d[%d];" % (k, loop.dims()))
@@ -321,9 +350,9 @@ def fused_elemwise_c_code(op, node, ins, outs, sub):
         if nd == 0:
             inner.append("ost%d[0] = 1;" % k)
     inner += loop.buffers()
-    inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
-    out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
-    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
+    inner.append("if (ffg_size(%d, %s) > 0) {" % (nd, shape))
+    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % loop.ins[i]))
+                for i in range(comp.nin)]
     pointers += [(out_ctypes[k], "q%d" % k, ("ost%d" % k, "%s.data" % outs[k])) for k in range(len(outs))]
     step_of_output = {j: k for k, j in enumerate(comp.outputs)}
 
@@ -334,13 +363,11 @@ def fused_elemwise_c_code(op, node, ins, outs, sub):
             s = loop.last_stride("ost", k)
             block.append("if (%s != 1)" % s)
             block.append("    for (j = 0; j < m; ++j) q%d_%d[(j0 + j) * %s] = t%d[j];" % (k, last, s, j))
-        return loop.blocks(last, block)
+        return loop.blocks(last, block, shape)
 
-    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop)]
+    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, shape)]
     inner.append("}")
-    body += ["    " + ln for ln in inner]
-    body.append("}")
-    return "\n".join(lines + body)
+    return ["{"] + ["    " + ln for ln in inner] + ["}"]
 
 
 def _contiguous_checks(x, nd):
