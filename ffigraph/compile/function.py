@@ -184,13 +184,22 @@ def _check_inputs_cover_graph(ins, shared_vars, variables, on_unused_input):
 # ------------------------------------------------------------------ aliasing
 
 
+def _shared_memory_inputs(node, index):
+    """Input positions whose memory output ``index`` of ``node`` may be: the inputs it views, and
+    overwritten graph inputs. (An overwritten intermediate is handed over whole: nothing else sees it.)"""
+    if node is None:
+        return None
+    destroyed = [i for i in node.op.destroy_map.get(index, ()) if node.inputs[i].owner is None]
+    return list(node.op.view_map.get(index, ())) + destroyed
+
+
 def _alias_roots(var):
     """The variables whose memory ``var`` may share, following every op's view_map."""
     roots, stack = set(), [var]
     while stack:
         v = stack.pop()
         node = v.owner
-        viewed = node.op.view_map.get(v.index) if node is not None else None
+        viewed = _shared_memory_inputs(node, v.index)
         if viewed:
             stack.extend(node.inputs[i] for i in viewed)
         else:

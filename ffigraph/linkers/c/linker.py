@@ -38,7 +38,8 @@ def _alias_slot(var, inputs):
         if v in inputs:
             return inputs.index(v)
         node = v.owner
-        viewed = node.op.view_map.get(v.index) if node is not None else None
+        viewed = (list(node.op.view_map.get(v.index, ())) + list(node.op.destroy_map.get(v.index, ()))
+                  if node is not None else None)
         if viewed:
             stack.extend(node.inputs[i] for i in viewed)
     return -1
