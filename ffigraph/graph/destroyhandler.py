@@ -51,9 +51,4 @@ class DestroyHandler(Feature):
 
 
 def ensure_destroy_handler(fgraph):
-    for f in fgraph.features:
-        if isinstance(f, DestroyHandler):
-            return f
-    handler = DestroyHandler()
-    fgraph.attach_feature(handler)
-    return handler
+    return fgraph.feature(DestroyHandler)

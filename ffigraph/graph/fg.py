@@ -183,6 +183,15 @@ class FunctionGraph:
         if detach is not None:
             detach(self)
 
+    def feature(self, cls):
+        """The attached feature of class ``cls``, attaching a new one if there is none."""
+        for f in self._features:
+            if isinstance(f, cls):
+                return f
+        feature = cls()
+        self.attach_feature(feature)
+        return feature
+
     @property
     def features(self):
         return list(self._features)

@@ -120,18 +120,9 @@ class History(Feature):
         self.log = None
 
 
-def _history(fgraph):
-    for f in fgraph.features:
-        if isinstance(f, History):
-            return f
-    h = History()
-    fgraph.attach_feature(h)
-    return h
-
-
 def replace_all_validate(fgraph, pairs, reason=None):
     """Apply the (old, new) replacements; if a feature refuses the result, undo them and return False."""
-    history = _history(fgraph)
+    history = fgraph.feature(History)
     history.checkpoint()
     try:
         for old, new in pairs:

@@ -1,6 +1,8 @@
 """``Elemwise`` (a scalar op over broadcast arrays) and ``DimShuffle`` (axis permutation views)."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ffigraph.graph.basic import Apply
@@ -114,14 +116,8 @@ class Elemwise(Op):
 
     def perform(self, node, inputs, output_storage):
         out_dtype = node.outputs[0].type.numpy_dtype
-        try:
+        with broadcast_errors_named(self, node, inputs):
             result = self.scalar_op.compute(inputs, out_dtype)
-        except ValueError as err:
-            shapes = [np.shape(x) for x in inputs]
-            if _broadcastable(shapes):
-                raise
-            names = ", ".join("%s%s" % (v, s) for v, s in zip(node.inputs, shapes))
-            raise ValueError("%s: input shapes cannot be broadcast together: %s" % (self, names)) from err
         output_storage[0][0] = result
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -147,6 +143,19 @@ class Elemwise(Op):
 
     def c_code_cache_version(self):
         return (1,)
+
+
+@contextlib.contextmanager
+def broadcast_errors_named(op, node, inputs):
+    """Turn numpy's broadcast ValueError into one naming ``op`` and each input with its shape."""
+    try:
+        yield
+    except ValueError as err:
+        shapes = [np.shape(x) for x in inputs]
+        if _broadcastable(shapes):
+            raise
+        names = ", ".join("%s%s" % (v, s) for v, s in zip(node.inputs, shapes))
+        raise ValueError("%s: input shapes cannot be broadcast together: %s" % (op, names)) from err
 
 
 def broadcast_shape(static_shape, inputs, input_shapes):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
-from ffigraph.tensor.elemwise import _broadcast_static_shapes, _broadcastable, broadcast_shape
+from ffigraph.tensor.elemwise import _broadcast_static_shapes, broadcast_errors_named, broadcast_shape
 from ffigraph.tensor.type import TensorType
 
 
@@ -33,17 +33,31 @@ def _check_inputs(op, composite, inputs):
 
 
 def _run(op, node, composite, inputs):
-    try:
+    with broadcast_errors_named(op, node, inputs):
         return composite.compute(inputs)
-    except ValueError as err:
-        shapes = [np.shape(x) for x in inputs]
-        if _broadcastable(shapes):
-            raise
-        names = ", ".join("%s%s" % (v, s) for v, s in zip(node.inputs, shapes))
-        raise ValueError("%s: input shapes cannot be broadcast together: %s" % (op, names)) from err
 
 
-class FusedElemwise(Op):
+class _FusedC:
+    """The C hooks both fused ops share: helpers and libraries follow the Composite's steps."""
+
+    def c_support_code_apply(self, node, name):
+        from ffigraph.tensor.fused_c import fused_support_code
+
+        return fused_support_code(self.composite)
+
+    def c_headers(self, **kwargs):
+        return ["<math.h>"]
+
+    def c_libraries(self, **kwargs):
+        from ffigraph.tensor.fused_c import fused_libraries
+
+        return fused_libraries(self.composite)
+
+    def c_code_cache_version(self):
+        return (1,)
+
+
+class FusedElemwise(_FusedC, Op):
     """One loop computing every output of ``composite``.
 
     ``inplace`` lists (output, input) pairs: the output may reuse that input's
@@ -111,27 +125,12 @@ class FusedElemwise(Op):
 
         return fused_elemwise_c_code(self, node, inputs, outputs, sub)
 
-    def c_support_code_apply(self, node, name):
-        from ffigraph.tensor.fused_c import fused_support_code
-
-        return fused_support_code(self.composite)
-
-    def c_headers(self, **kwargs):
-        return ["<math.h>"]
-
-    def c_libraries(self, **kwargs):
-        from ffigraph.tensor.fused_c import fused_libraries
-
-        return fused_libraries(self.composite)
-
-    def c_code_cache_version(self):
-        return (1,)
 
 
 REDUCIBLE = ("sum", "prod", "max", "min", "mean")
 
 
-class FusedReduce(Op):
+class FusedReduce(_FusedC, Op):
     """``kind`` over ``axis`` of the single output of ``composite``, without storing it."""
 
     __props__ = ("composite", "kind", "axis")
@@ -185,18 +184,3 @@ class FusedReduce(Op):
 
         return fused_reduce_c_code(self, node, inputs, outputs, sub)
 
-    def c_support_code_apply(self, node, name):
-        from ffigraph.tensor.fused_c import fused_support_code
-
-        return fused_support_code(self.composite)
-
-    def c_headers(self, **kwargs):
-        return ["<math.h>"]
-
-    def c_libraries(self, **kwargs):
-        from ffigraph.tensor.fused_c import fused_libraries
-
-        return fused_libraries(self.composite)
-
-    def c_code_cache_version(self):
-        return (1,)
