@@ -461,9 +461,15 @@ def fused_reduce_c_code(op, node, ins, outs, sub):
         if reduced_last:
             block += _block_fold(op.kind, ct, "t%d" % result, "q_%d" % last)
         else:
-            block.append("for (j = 0; j < m; ++j) {")
-            block.append("    %s *r = q_%d + (j0 + j) * ost[%d];" % (ct, last, last))
-            block.append("    *r = %s;" % _combine(op.kind, "*r", "t%d[j]" % result))
+            # the output is contiguous along a kept last axis: a plain loop the compiler vectorises
+            block.append("{")
+            block.append("    %s *r = q_%d + j0 * ost[%d];" % (ct, last, last))
+            block.append("    const %s *v = t%d;" % (ct, result))
+            block.append("    if (ost[%d] == 1)" % last)
+            block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", "v[j]"))
+            block.append("    else")
+            block.append("        for (j = 0; j < m; ++j) r[j * ost[%d]] = %s;"
+                         % (last, _combine(op.kind, "r[j * ost[%d]]" % last, "v[j]")))
             block.append("}")
         return loop.blocks(last, block)
 
