@@ -14,8 +14,7 @@ import ffigraph.tensor as T
 from ffigraph import Mode, function
 from ffigraph.compile.ops import DeepCopyOp, Shape, Shape_i
 from ffigraph.scalar.basic import Cast
-from ffigraph.tensor.elemwise import DimShuffle, Elemwise
-from ffigraph.tensor.shapes import Reshape
+from ffigraph.tensor.elemwise import Elemwise
 
 LINKERS = ["py", "c"]
 

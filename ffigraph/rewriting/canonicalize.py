@@ -223,7 +223,10 @@ def local_dimshuffle_dimshuffle(fgraph, node):
     if order == tuple(range(x.ndim)):
         new = x
     else:
-        new = DimShuffle(x.ndim, order)(x)
+        try:
+            new = DimShuffle(x.ndim, order)(x)
+        except ValueError:  # cannot happen for valid inner/outer nodes; keep the graph if it does
+            return None
     return [new] if same_type(node.outputs[0], new) else None
 
 

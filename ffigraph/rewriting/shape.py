@@ -34,7 +34,10 @@ def _is_tensor(var):
 
 def _as_size(s):
     """One entry of an inferred shape as a 0-d int64 variable, or None if it is not one."""
-    s = as_tensor_variable(s) if not hasattr(s, "type") else s
+    try:
+        s = as_tensor_variable(s) if not hasattr(s, "type") else s
+    except (TypeError, ValueError):
+        return None
     if not _is_tensor(s) or s.ndim != 0 or np.dtype(s.dtype).kind not in "iu":
         return None
     return cast(s, "int64")
