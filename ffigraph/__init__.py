@@ -6,8 +6,10 @@ compile them with ``function`` and share state with ``shared``.
 from ffigraph.config import config
 from ffigraph.compile import In, Mode, Out, function, shared
 from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
+from ffigraph.gradient import grad, hessian, jacobian, verify_grad
 
 __version__ = "0.1.0"
 
 __all__ = ["config", "function", "shared", "In", "Out", "Mode", "Apply", "Constant",
-           "FunctionGraph", "Op", "Type", "Variable", "__version__"]
+           "FunctionGraph", "Op", "Type", "Variable", "grad", "jacobian", "hessian", "verify_grad",
+           "__version__"]

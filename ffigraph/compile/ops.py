@@ -77,6 +77,9 @@ class DeepCopyOp(_RegistryCOp, Op):
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = node.inputs[0].type.copy_value(inputs[0])
 
+    def L_op(self, inputs, outputs, output_grads):
+        return [output_grads[0]]
+
     def infer_shape(self, fgraph, node, input_shapes):
         return list(input_shapes)
 
@@ -98,6 +101,9 @@ class ViewOp(_RegistryCOp, Op):
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = inputs[0]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [output_grads[0]]
 
     def infer_shape(self, fgraph, node, input_shapes):
         return list(input_shapes)
@@ -123,6 +129,14 @@ class Shape(_RegistryCOp, Op):
 
     def perform(self, node, inputs, output_storage):
         output_storage[0][0] = np.asarray(np.shape(inputs[0]), dtype=np.int64)
+
+    def connection_pattern(self, node):
+        return [[False]]  # a shape does not change when the values do
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.gradient import disconnected_type
+
+        return [disconnected_type()]
 
     def infer_shape(self, fgraph, node, input_shapes):
         from ffigraph.tensor.basic import constant
@@ -158,6 +172,14 @@ class Shape_i(_RegistryCOp, Op):
         if self.i >= len(shape):
             raise ValueError("Shape_i(%d): value of shape %s has too few dimensions" % (self.i, shape))
         output_storage[0][0] = np.asarray(shape[self.i], dtype=np.int64)
+
+    def connection_pattern(self, node):
+        return [[False]]  # a shape does not change when the values do
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.gradient import disconnected_type
+
+        return [disconnected_type()]
 
     def infer_shape(self, fgraph, node, input_shapes):
         return [()]

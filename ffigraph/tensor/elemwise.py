@@ -68,6 +68,15 @@ class DimShuffle(Op):
     def __str__(self):
         return "DimShuffle{%s}" % ",".join(str(a) for a in self.new_order)
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Undo the shuffle: drop the inserted axes, permute back, put back the dropped ones."""
+        (gz,) = output_grads
+        kept_positions = [i for i, a in enumerate(self.new_order) if a != "x"]
+        kept_axes = [self.new_order[i] for i in kept_positions]
+        g = DimShuffle(len(self.new_order), kept_positions)(gz)
+        back = ["x" if a in self.drop else kept_axes.index(a) for a in range(self.input_ndim)]
+        return [DimShuffle(len(kept_axes), back)(g)]
+
     def c_code(self, node, name, inputs, outputs, sub):
         (x,), (z,) = inputs, outputs
         lines = ["/* a view: permute, insert and drop axes */"]
@@ -125,6 +134,11 @@ class Elemwise(Op):
 
     def __str__(self):
         return "Elemwise{%s}" % self.scalar_op
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.tensor.elemwise_grad import elemwise_input_grads
+
+        return elemwise_input_grads(self, inputs, outputs[0], output_grads[0])
 
     # ---- C (the loop generator and the scalar C table)
 

@@ -128,6 +128,11 @@ class Reduce(DelegatedCOp, Op):
         (shp,) = input_shapes
         return [tuple(s for a, s in enumerate(shp) if a not in self.axis)]
 
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.tensor.reduce_grad import reduce_input_grad
+
+        return [reduce_input_grad(self, inputs[0], outputs[0], output_grads[0])]
+
     def __str__(self):
         return "%s{axis=%s}" % (self.kind.capitalize(), ",".join(map(str, self.axis)))
 
@@ -274,6 +279,11 @@ class Dot(DelegatedCOp, Op):
     def infer_shape(self, fgraph, node, input_shapes):
         sx, sy = input_shapes
         return [tuple(sx[:-1]) + tuple(sy[1:])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.tensor.reduce_grad import dot_input_grads
+
+        return dot_input_grads(inputs[0], inputs[1], output_grads[0])
 
 
 _dot = Dot()

@@ -62,6 +62,15 @@ class Reshape(DelegatedCOp, Op):
             raise ValueError("reshape: cannot reshape an array of shape %s (size %d) into %s"
                              % (x.shape, x.size, new)) from None
 
+    def connection_pattern(self, node):
+        return [[True], [False]]  # the target shape only shapes the result
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.gradient import disconnected_type
+
+        x = inputs[0]
+        return [Reshape(x.type.ndim)(output_grads[0], shape(x)), disconnected_type()]
+
     def infer_shape(self, fgraph, node, input_shapes):
         from ffigraph.tensor.math import prod
 

@@ -1,0 +1,445 @@
+"""Reverse-mode differentiation: ``grad``, ``jacobian``, ``hessian`` and ``verify_grad``.
+
+``grad`` walks the graph from the cost back to the variables asked for,
+calling each op's ``L_op(inputs, outputs, output_grads)``. An op answers,
+per input, a gradient variable, ``disconnected_type()`` (the output does not
+depend on that input, e.g. a shape or an index) or ``grad_undefined(...)``
+(the derivative does not exist). Integer and boolean values carry no
+gradient: paths through them give zeros, as in Theano.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ffigraph.graph.basic import Variable
+from ffigraph.graph.type import Type
+from ffigraph.graph.basic import io_toposort
+
+__all__ = ["grad", "jacobian", "hessian", "verify_grad", "disconnected_type", "grad_undefined",
+           "grad_not_implemented", "DisconnectedType", "NullType", "DisconnectedInputError",
+           "NullTypeGradError", "GradientError"]
+
+
+# ------------------------------------------------------------------ marker types
+
+
+class DisconnectedType(Type):
+    """The type of a gradient that does not exist because the output ignores the input."""
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        raise TypeError("a disconnected gradient has no value")
+
+    def __str__(self):
+        return "DisconnectedType"
+
+
+class NullType(Type):
+    """The type of an undefined gradient; ``why_null`` says why."""
+
+    __props__ = ("why_null",)
+
+    def __init__(self, why_null="(no reason given)"):
+        self.why_null = why_null
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        raise TypeError("an undefined gradient has no value: %s" % self.why_null)
+
+    def __str__(self):
+        return "NullType"
+
+
+def disconnected_type():
+    return DisconnectedType()()
+
+
+def grad_undefined(op, x_pos, x, comment=""):
+    """The gradient of ``op`` w.r.t. its input ``x_pos`` does not exist (mathematically)."""
+    return NullType("the gradient of %s with respect to its input %d (%s) is undefined. %s"
+                    % (op, x_pos, x, comment))()
+
+
+def grad_not_implemented(op, x_pos, x, comment=""):
+    """The gradient exists but ffigraph cannot compute it yet."""
+    return NullType("the gradient of %s with respect to its input %d (%s) is not implemented. %s"
+                    % (op, x_pos, x, comment))()
+
+
+class DisconnectedInputError(ValueError):
+    """``grad`` was asked for a variable the cost does not depend on."""
+
+
+class NullTypeGradError(TypeError):
+    """``grad`` met an undefined gradient on its way to a requested variable."""
+
+
+class GradientError(AssertionError):
+    """``verify_grad`` found an analytic gradient that disagrees with finite differences."""
+
+    def __init__(self, arg, err_pos, shape, val1, val2, abs_err, rel_err, abs_tol, rel_tol):
+        super().__init__(arg, err_pos, shape, val1, val2, abs_err, rel_err, abs_tol, rel_tol)
+        self.arg, self.err_pos, self.shape = arg, err_pos, shape
+        self.val1, self.val2 = val1, val2
+        self.abs_err, self.rel_err, self.abs_tol, self.rel_tol = abs_err, rel_err, abs_tol, rel_tol
+
+    def __str__(self):
+        return ("gradient of input %d (shape %s) disagrees with finite differences at flat position "
+                "%d: analytic %r, numeric %r (abs. error %.3g > %.3g and rel. error %.3g > %.3g)"
+                % (self.arg, self.shape, self.err_pos, self.val1, self.val2, self.abs_err,
+                   self.abs_tol, self.rel_err, self.rel_tol))
+
+
+def _is_disconnected(v):
+    return isinstance(getattr(v, "type", None), DisconnectedType)
+
+
+def _is_null(v):
+    return isinstance(getattr(v, "type", None), NullType)
+
+
+def _carries_gradient(v):
+    """Only float tensors carry gradients; ints and bools are piecewise constant."""
+    dtype = getattr(v.type, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "fc"
+
+
+# ------------------------------------------------------------------ grad
+
+
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None,
+         return_disconnected="zero", null_gradients="raise"):
+    """Symbolic gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
+
+    consider_constant: variables whose gradient is not propagated through
+        (treated as constants).
+    disconnected_inputs: 'raise', 'warn' or 'ignore' when an element of
+        ``wrt`` does not influence the cost.
+    known_grads: {variable: gradient} to start from, besides (or instead of,
+        with ``cost=None``) the cost.
+    return_disconnected: 'zero' (zeros like the variable), 'none' or
+        'disconnected' (a DisconnectedType variable) for disconnected inputs.
+    null_gradients: 'raise' or 'return' an undefined (NullType) gradient.
+    """
+    from ffigraph.tensor.basic import as_tensor_variable
+
+    _check_choice("disconnected_inputs", disconnected_inputs, ("raise", "warn", "ignore"))
+    _check_choice("return_disconnected", return_disconnected, ("zero", "none", "disconnected"))
+    _check_choice("null_gradients", null_gradients, ("raise", "return"))
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    for i, w in enumerate(wrt_list):
+        if not isinstance(w, Variable):
+            raise TypeError("grad: wrt[%d] must be a symbolic Variable, got %r" % (i, w))
+    seeds = _seed_gradients(cost, known_grads, as_tensor_variable)
+    blocked = set(consider_constant or ())
+    grads, reached = _backpropagate(seeds, wrt_list, blocked)
+    results = [_final_gradient(w, grads, reached, disconnected_inputs, return_disconnected,
+                               null_gradients) for w in wrt_list]
+    return results[0] if single else results
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError("grad: %s must be one of %s, got %r" % (name, ", ".join(map(repr, choices)), value))
+
+
+def _seed_gradients(cost, known_grads, as_tensor_variable):
+    """{variable: its starting gradient}: d cost/d cost = 1 plus ``known_grads``."""
+    seeds = {}
+    if cost is not None:
+        if not isinstance(cost, Variable):
+            raise TypeError("grad: cost must be a symbolic scalar, got %r" % (cost,))
+        if getattr(cost.type, "ndim", None) != 0:
+            raise TypeError("grad: cost must be a scalar (0-d), but %s has %s dimensions"
+                            % (cost, getattr(cost.type, "ndim", "no")))
+        if _carries_gradient(cost):
+            seeds[cost] = as_tensor_variable(np.ones((), dtype=cost.type.dtype))
+        else:
+            seeds[cost] = None  # an integer cost: connected, with zero gradient
+    for var, g in (known_grads or {}).items():
+        if not isinstance(var, Variable):
+            raise TypeError("grad: known_grads keys must be Variables, got %r" % (var,))
+        g = as_tensor_variable(g)
+        if g.ndim != var.type.ndim:
+            raise ValueError("grad: known gradient %s of %s has %d dimensions, the variable %d"
+                             % (g, var, g.ndim, var.type.ndim))
+        seeds[var] = g if seeds.get(var) is None else seeds[var] + g  # the cost itself: add up
+    if not seeds:
+        raise TypeError("grad: give a cost or known_grads")
+    return seeds
+
+
+def _backpropagate(seeds, wrt_list, blocked):
+    """Gradient terms per variable and the set of variables the cost reaches backwards."""
+    roots = [v for v in seeds]
+    # wrt variables are not stopping points: grad(cost, [h, x]) with h = f(x) gives x the
+    # gradient through h too
+    nodes = io_toposort(list(blocked), roots)
+    depends = _forward_dependents(nodes, wrt_list, blocked)
+    terms = {v: [] for v in depends}
+    reached = set()
+    for var, g in seeds.items():
+        if var in depends:
+            reached.add(var)
+            if g is not None:
+                terms[var].append(g)
+    for node in reversed(nodes):
+        if not any(o in reached for o in node.outputs):
+            continue
+        inputs_wanted = [i in depends and i not in blocked for i in node.inputs]
+        if not any(inputs_wanted):
+            continue
+        connected = _connected_inputs(node, [o in reached for o in node.outputs])
+        for i, var in enumerate(node.inputs):
+            if inputs_wanted[i] and connected[i]:
+                reached.add(var)
+        output_grads = [_summed(terms.get(o, ())) for o in node.outputs]
+        if all(g is None for g in output_grads):
+            continue  # only integer paths or zero gradients reach this node
+        input_grads = _call_l_op(node, output_grads)
+        for i, var in enumerate(node.inputs):
+            if not (inputs_wanted[i] and connected[i]):
+                continue
+            g = input_grads[i]
+            if _is_disconnected(g):
+                continue
+            if _is_null(g):
+                terms[var].append(g)
+                continue
+            if _carries_gradient(var):
+                terms[var].append(_fit_to(g, var, node))
+    return terms, reached
+
+
+def _forward_dependents(nodes, wrt_list, blocked):
+    """Variables computed from some element of ``wrt_list`` (stopping at ``blocked``)."""
+    depends = set(wrt_list)
+    for node in nodes:
+        if any(i in depends and i not in blocked for i in node.inputs):
+            depends.update(node.outputs)
+    return depends
+
+
+def _connected_inputs(node, outputs_reached):
+    """Per input, whether some reached output depends on it (``connection_pattern``)."""
+    pattern_fn = getattr(node.op, "connection_pattern", None)
+    if pattern_fn is None:
+        return [True] * len(node.inputs)
+    pattern = pattern_fn(node)
+    return [any(p and r for p, r in zip(row, outputs_reached)) for row in pattern]
+
+
+def _summed(terms):
+    """The sum of the gradient terms (None when there are none); undefined terms win."""
+    terms = list(terms)
+    if not terms:
+        return None
+    for t in terms:
+        if _is_null(t):
+            return t
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def _call_l_op(node, output_grads):
+    from ffigraph.tensor.basic import zeros_like
+
+    filled = []
+    for out, g in zip(node.outputs, output_grads):
+        if g is None:
+            g = zeros_like(out) if _carries_gradient(out) else disconnected_type()
+        filled.append(g)
+    try:
+        result = node.op.L_op(list(node.inputs), list(node.outputs), filled)
+    except NotImplementedError as err:
+        raise NotImplementedError("grad: %s has no gradient (%s); needed for the node %s"
+                                  % (node.op, err, node)) from None
+    result = list(result)
+    if len(result) != len(node.inputs):
+        raise ValueError("grad: %s.L_op returned %d gradients for %d inputs"
+                         % (node.op, len(result), len(node.inputs)))
+    return result
+
+
+def _fit_to(g, var, node):
+    """Check a gradient term against its variable and give it the variable's dtype."""
+    from ffigraph.tensor.basic import as_tensor_variable, cast
+
+    g = as_tensor_variable(g)
+    if g.ndim != var.type.ndim:
+        raise ValueError("grad: %s returned a gradient with %d dimensions for its input %s, which has %d"
+                         % (node.op, g.ndim, var, var.type.ndim))
+    return cast(g, var.type.dtype) if g.dtype != var.type.dtype else g
+
+
+def _final_gradient(w, terms, reached, disconnected_inputs, return_disconnected, null_gradients):
+    from ffigraph.tensor.basic import zeros_like
+    from ffigraph.config import config
+
+    if w not in reached:
+        message = ("grad: the cost does not depend on %s (it is disconnected from the graph, "
+                   "or only reached through shapes or indices)" % (w,))
+        if disconnected_inputs == "raise":
+            raise DisconnectedInputError(message + "; pass disconnected_inputs='ignore' or 'warn' to "
+                                         "get zeros instead")
+        if disconnected_inputs == "warn":
+            warnings.warn(message, stacklevel=3)
+        if return_disconnected == "none":
+            return None
+        if return_disconnected == "disconnected":
+            return disconnected_type()
+        return _zeros_for(w, zeros_like, config)
+    total = _summed(terms.get(w, ()))
+    if total is None:
+        return _zeros_for(w, zeros_like, config)
+    if _is_null(total) and null_gradients == "raise":
+        raise NullTypeGradError("grad: %s" % total.type.why_null)
+    return total
+
+
+def _zeros_for(w, zeros_like, config):
+    # an integer variable's gradient is zero, in floatX (as Theano does)
+    dtype = None if _carries_gradient(w) else config.floatX
+    return zeros_like(w, dtype=dtype)
+
+
+# ------------------------------------------------------------------ jacobian and hessian
+
+
+def _static_length(expression, what):
+    n = expression.type.shape[0]
+    if n is None:
+        raise ValueError("%s: the length of %s is not known statically; ffigraph builds one gradient "
+                         "per element (it has no scan yet), so give the variable a static shape, e.g. "
+                         "T.tensor('float64', shape=(3,))" % (what, expression))
+    return n
+
+
+def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """d expression[i] / d wrt for a 0-d or 1-d ``expression``: one gradient per element.
+
+    Returns a variable of shape ``expression.shape + wrt.shape`` (a list of
+    them when ``wrt`` is a list). The length of ``expression`` must be static.
+    """
+    from ffigraph.tensor.basic import as_tensor_variable, stack
+
+    expression = as_tensor_variable(expression)
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    if expression.ndim == 0:
+        result = grad(expression, wrt_list, consider_constant=consider_constant,
+                      disconnected_inputs=disconnected_inputs)
+        return result[0] if single else result
+    if expression.ndim != 1:
+        raise TypeError("jacobian: the expression must be 0-d or 1-d, %s has %d dimensions"
+                        % (expression, expression.ndim))
+    n = _static_length(expression, "jacobian")
+    rows = [grad(expression[i], wrt_list, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs) for i in range(n)]
+    result = []
+    for k, w in enumerate(wrt_list):
+        if n == 0:
+            from ffigraph.tensor.basic import zeros
+
+            result.append(zeros([0] + [w.shape[a] for a in range(w.type.ndim)], dtype=w.type.dtype))
+        else:
+            result.append(stack([row[k] for row in rows]))
+    return result[0] if single else result
+
+
+def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """The matrix of second derivatives of the scalar ``cost`` w.r.t. each 1-d ``wrt``."""
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    result = []
+    for w in wrt_list:
+        if w.type.ndim != 1:
+            raise TypeError("hessian: %s must be a vector (1-d), it has %d dimensions" % (w, w.type.ndim))
+        g = grad(cost, w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
+        result.append(jacobian(g, w, consider_constant=consider_constant,
+                               disconnected_inputs=disconnected_inputs))
+    return result[0] if single else result
+
+
+# ------------------------------------------------------------------ verify_grad
+
+
+_DEFAULT_EPS = {"float64": 1e-6, "float32": 1e-3}
+_DEFAULT_TOL = {"float64": 1e-6, "float32": 1e-2}
+
+
+def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=None, rel_tol=None,
+                mode=None, cast_to_output_type=False):
+    """Check ``grad`` of ``fun`` at the point ``pt`` (a list of float arrays) by finite differences.
+
+    ``fun`` takes symbolic tensors like ``pt`` and returns one tensor. Its
+    output is projected on a random tensor to make a scalar cost; the
+    analytic gradient of that cost w.r.t. each input is compared with a
+    central difference. Raises ``GradientError`` on the first element whose
+    absolute and relative errors both exceed their tolerances.
+    """
+    from ffigraph.compile.function import function
+    from ffigraph.tensor.basic import tensor
+    from ffigraph.tensor.math import sum as tsum
+
+    rng = np.random.default_rng(0) if rng is None else rng
+    pt = [np.array(p, copy=True) for p in pt]
+    for i, p in enumerate(pt):
+        if p.dtype.kind != "f":
+            raise TypeError("verify_grad: point %d has dtype %s; only float inputs can be checked"
+                            % (i, p.dtype))
+    syms = [tensor(p.dtype, (None,) * p.ndim, name="input%d" % i) for i, p in enumerate(pt)]
+    out = fun(*syms)
+    if isinstance(out, (list, tuple)):
+        raise TypeError("verify_grad: fun must return one variable, got %d" % len(out))
+    dtype = out_type or out.type.dtype
+    projection = tensor(out.type.dtype, (None,) * out.type.ndim, name="projection")
+    cost = tsum(out * projection)
+    cost_fn = function(syms + [projection], cost, mode=mode, on_unused_input="ignore")
+    grad_fn = function(syms + [projection], grad(cost, syms, disconnected_inputs="ignore"), mode=mode,
+                       on_unused_input="ignore")
+    out_shape = np.shape(function(syms, out, mode=mode, on_unused_input="ignore")(*pt))
+    eps = eps or _DEFAULT_EPS.get(str(dtype), 1e-6)
+    abs_tol = _DEFAULT_TOL.get(str(dtype), 1e-6) if abs_tol is None else abs_tol
+    rel_tol = _DEFAULT_TOL.get(str(dtype), 1e-6) if rel_tol is None else rel_tol
+    for _ in range(n_tests):
+        proj = np.asarray(rng.uniform(0.5, 1.5, size=out_shape), dtype=out.type.dtype)
+        analytic = grad_fn(*pt, proj)
+        for k, p in enumerate(pt):
+            numeric = _central_difference(cost_fn, pt, k, proj, eps)
+            _compare(k, np.asarray(analytic[k], dtype=np.float64), numeric, p.shape, abs_tol, rel_tol)
+
+
+def _central_difference(cost_fn, pt, k, proj, eps):
+    base = pt[k]
+    flat = base.reshape(-1).copy()
+    result = np.empty(flat.size, dtype=np.float64)
+    for j in range(flat.size):
+        values = []
+        for sign in (1, -1):
+            moved = flat.copy()
+            moved[j] = flat[j] + sign * eps
+            args = list(pt)
+            args[k] = moved.reshape(base.shape)
+            values.append(float(cost_fn(*args, proj)))
+        # the step actually taken, after rounding to the input's dtype
+        step = float(flat.dtype.type(flat[j] + eps)) - float(flat.dtype.type(flat[j] - eps))
+        result[j] = (values[0] - values[1]) / step
+    return result.reshape(base.shape)
+
+
+def _compare(k, analytic, numeric, shape, abs_tol, rel_tol):
+    if analytic.shape != numeric.shape:
+        raise GradientError(k, -1, shape, analytic.shape, numeric.shape, np.inf, np.inf, abs_tol, rel_tol)
+    a, n = analytic.reshape(-1), numeric.reshape(-1)
+    with np.errstate(all="ignore"):
+        abs_err = np.abs(a - n)
+        rel_err = abs_err / np.maximum(np.abs(a) + np.abs(n), 1e-300)
+    bad = ~((abs_err <= abs_tol) | (rel_err <= rel_tol))
+    bad |= np.isnan(a) != np.isnan(n)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise GradientError(k, j, shape, a[j], n[j], abs_err[j], rel_err[j], abs_tol, rel_tol)

@@ -1,0 +1,145 @@
+"""Derivatives of the elementwise ops: one rule per scalar-table entry.
+
+A rule takes the node's inputs, its output ``z`` and the output gradient
+``gz`` and returns one term per input, at the output's (broadcast) shape:
+a tensor expression, or ``ZERO`` where the derivative vanishes almost
+everywhere (floor, sign, comparisons...). ``elemwise_input_grads`` then casts
+each term to its input's dtype and sums it back over broadcast axes.
+Constants are written as Python numbers so they stay weak and keep float32
+gradients float32.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ffigraph.tensor import math as tm
+from ffigraph.tensor.basic import cast, switch, zeros_like
+
+ZERO = "zero"
+
+
+def _unary(fn):
+    return lambda ins, z, gz: [fn(ins[0], z, gz)]
+
+
+def _pow_rule(ins, z, gz):
+    x, y = ins
+    gx = gz * y * tm.pow(x, y - 1)
+    # d(x**y)/dy = x**y log x; where x**y is 0 (x == 0, y > 0) the limit is 0, not 0*-inf
+    gy = switch(tm.eq(z, 0), 0, gz * z * tm.log(x))
+    return [gx, gy]
+
+
+def _maximum_rule(ins, z, gz):
+    # ties go to the first argument, so the two terms never count gz twice
+    first = tm.ge(ins[0], ins[1])
+    return [switch(first, gz, 0), switch(first, 0, gz)]
+
+
+def _minimum_rule(ins, z, gz):
+    first = tm.le(ins[0], ins[1])
+    return [switch(first, gz, 0), switch(first, 0, gz)]
+
+
+def _clip_rule(ins, z, gz):
+    # numpy's clip is minimum(maximum(x, lo), hi): follow those two rules
+    x, lo, hi = ins
+    raised = tm.maximum(x, lo)
+    below_hi = tm.le(raised, hi)
+    g_raised = switch(below_hi, gz, 0)
+    above_lo = tm.ge(x, lo)
+    return [switch(above_lo, g_raised, 0), switch(above_lo, 0, g_raised), switch(below_hi, 0, gz)]
+
+
+def _switch_rule(ins, z, gz):
+    cond = ins[0]
+    return [ZERO, switch(cond, gz, 0), switch(cond, 0, gz)]
+
+
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+RULES = {
+    "neg": _unary(lambda x, z, gz: -gz),
+    "abs": _unary(lambda x, z, gz: gz * tm.sgn(x)),
+    "exp": _unary(lambda x, z, gz: gz * z),
+    "expm1": _unary(lambda x, z, gz: gz * (z + 1)),
+    "log": _unary(lambda x, z, gz: gz / x),
+    "log1p": _unary(lambda x, z, gz: gz / (x + 1)),
+    "log2": _unary(lambda x, z, gz: gz / (x * _LN2)),
+    "log10": _unary(lambda x, z, gz: gz / (x * _LN10)),
+    "sqrt": _unary(lambda x, z, gz: gz * 0.5 / z),
+    "sqr": _unary(lambda x, z, gz: gz * 2 * x),
+    "sin": _unary(lambda x, z, gz: gz * tm.cos(x)),
+    "cos": _unary(lambda x, z, gz: -gz * tm.sin(x)),
+    "tan": _unary(lambda x, z, gz: gz * (z * z + 1)),
+    "tanh": _unary(lambda x, z, gz: gz * (1 - z * z)),
+    "sigmoid": _unary(lambda x, z, gz: gz * z * (1 - z)),
+    "softplus": _unary(lambda x, z, gz: gz * tm.sigmoid(x)),
+    "erf": _unary(lambda x, z, gz: gz * _TWO_OVER_SQRT_PI * tm.exp(-(x * x))),
+    "floor": lambda ins, z, gz: [ZERO],
+    "ceil": lambda ins, z, gz: [ZERO],
+    "round": lambda ins, z, gz: [ZERO],
+    "sign": lambda ins, z, gz: [ZERO],
+    "add": lambda ins, z, gz: [gz, gz],
+    "sub": lambda ins, z, gz: [gz, -gz],
+    "mul": lambda ins, z, gz: [gz * ins[1], gz * ins[0]],
+    "true_div": lambda ins, z, gz: [gz / ins[1], -gz * ins[0] / (ins[1] * ins[1])],
+    "int_div": lambda ins, z, gz: [ZERO, ZERO],
+    # x mod y = x - floor(x / y) * y
+    "mod": lambda ins, z, gz: [gz, -gz * tm.int_div(ins[0], ins[1])],
+    "pow": _pow_rule,
+    "maximum": _maximum_rule,
+    "minimum": _minimum_rule,
+    "clip": _clip_rule,
+    "switch": _switch_rule,
+}
+
+
+def elemwise_input_grads(op, inputs, output, gz):
+    """Gradients of an ``Elemwise`` node's inputs, each with its input's dtype and shape."""
+    from ffigraph.gradient import disconnected_type
+    from ffigraph.scalar.basic import Cast
+
+    if any(np.dtype(v.type.dtype).kind == "c" for v in list(inputs) + [output]):
+        raise NotImplementedError("gradients of complex values are not implemented (%s)" % op)
+    sop = op.scalar_op
+    if isinstance(sop, Cast):
+        terms = [gz]
+    elif sop.name in RULES:
+        terms = RULES[sop.name](inputs, output, gz)
+    else:
+        raise NotImplementedError("no derivative rule for elementwise %s" % sop)
+    result = []
+    for i, (x, term) in enumerate(zip(inputs, terms)):
+        if np.dtype(x.type.dtype).kind != "f":
+            result.append(disconnected_type())  # integers carry no gradient
+        elif term is ZERO:
+            result.append(zeros_like(x))
+        else:
+            term = cast(term, x.type.dtype)
+            result.append(sum_to_input(term, x, [v.type.shape for j, v in enumerate(inputs) if j != i]))
+    return result
+
+
+def sum_to_input(g, x, others):
+    """Sum ``g`` back to the shape of the input ``x``, which was broadcast against values of
+    the static shapes ``others``.
+
+    Axes where ``x`` is statically 1 are summed here; axes where its length
+    is only known at run time, and another input could be longer, go through
+    ``sum_to_shape``, which sums only if ``x`` turns out to have length 1.
+    """
+    from ffigraph.tensor.shapes import shape
+    from ffigraph.tensor.sum_to_shape import sum_to_shape
+
+    static = [a for a in range(x.type.ndim) if x.type.shape[a] == 1 and g.type.shape[a] != 1]
+    if static:
+        g = tm.sum(g, axis=static, keepdims=True)
+    runtime = [a for a in range(x.type.ndim)
+               if x.type.shape[a] is None and any(o[a] != 1 for o in others)]
+    if runtime:
+        g = sum_to_shape(g, shape(x))
+    return g
