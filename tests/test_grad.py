@@ -382,3 +382,25 @@ def test_gradient_descent_with_updates_converges(linker):
     assert costs[0] == pytest.approx(10.0)
     assert all(b < a for a, b in zip(costs, costs[1:]))
     np.testing.assert_allclose(w.get_value(), target, atol=1e-8)
+
+
+# ------------------------------------------------------------------ numerical stability
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_cross_entropy_gradient_is_finite_for_any_logit(linker):
+    """sigmoid cancels the 1/p and 1/(1-p) of log's gradient: p - y, even where p rounds to 0 or 1."""
+    z, y = T.dvector("z"), T.dvector("y")
+    p = T.sigmoid(z)
+    cost = (-y * T.log(p) - (1 - y) * T.log(1 - p)).sum()
+    g = grad(cost, z)
+    zv = np.array([-800.0, -40.0, -1.0, 0.0, 2.0, 40.0, 800.0])
+    yv = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    with np.errstate(over="ignore"):
+        one_minus_p = 1 / (1 + np.exp(zv))  # computed without cancellation
+        expected = np.where(yv == 1, -one_minus_p, 1 / (1 + np.exp(-zv)))
+    for mode in (Mode(linker=linker), Mode(linker=linker, optimizer=None)):
+        got = function([z, y], g, mode=mode)(zv, yv)
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-16)
+    g_log = function([z], grad(-T.log(p).sum(), z), mode=Mode(linker=linker))(zv)
+    np.testing.assert_allclose(g_log, -one_minus_p, rtol=1e-12)

@@ -676,3 +676,29 @@ def test_neg_log_sigmoid_has_no_double_negation(linker):
     assert op_names(f) == ["neg", "softplus"]
     v = Z.copy()
     assert_close(f(v), _softplus(-v), "float64")
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_pow_two_and_minus_one_are_specialized_exactly(dtype, mode):
+    """x**2 -> sqr(x) and (floats) x**-1 -> 1/x: no pow left, and numpy's values bit for bit."""
+    import ffigraph.tensor as T
+    from ffigraph import function
+    from ffigraph.compile.mode import Mode
+    from ffigraph.printing import debugprint
+
+    x = T.tensor(dtype, (None,), name="x")
+    outs = [x ** 2] + ([x ** -1] if dtype != "int64" else [])
+    f = function([x], outs, mode=Mode(linker=mode.linker.name))
+    text = debugprint(f, file="str")
+    assert "pow" not in text, text
+    if dtype == "int64":
+        xv = np.array([-3, 0, 7, 2 ** 31], dtype=dtype)
+    else:
+        xv = np.array([-3.5, -0.0, 0.0, 1e-30, np.inf, -np.inf, np.nan, 7.25], dtype=dtype)
+    got = f(xv)
+    with np.errstate(all="ignore"):
+        expected = [np.power(xv, 2)] + ([np.power(xv, np.asarray(-1, dtype))] if dtype != "int64" else [])
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype
+        np.testing.assert_array_equal(g, e)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(e))

@@ -32,6 +32,60 @@ def _pow_rule(ins, z, gz):
     return [gx, gy]
 
 
+def _sigmoid_rule(ins, z, gz):
+    return [_sigmoid_times_slope(gz, z)]
+
+
+def _sigmoid_times_slope(gz, z):
+    """``gz * z * (1 - z)`` for ``z = sigmoid(x)``, cancelling the divisions by ``z`` and
+    ``1 - z`` that the gradients of ``log(z)`` and ``log(1 - z)`` put into ``gz``.
+
+    Without this, the cross-entropy's gradient is ``(g / z) * z * (1 - z)``, which is 0/0 once
+    ``z`` rounds to 0 or 1 (|x| > ~37); with it, it is ``g * (1 - z)``: exact there too.
+    The walk goes through the sums, differences and negations that gather gz's terms.
+    """
+    node = gz.owner
+    name = getattr(getattr(getattr(node, "op", None), "scalar_op", None), "name", None)
+    if name == "add":
+        return _sigmoid_times_slope(node.inputs[0], z) + _sigmoid_times_slope(node.inputs[1], z)
+    if name == "sub":
+        return _sigmoid_times_slope(node.inputs[0], z) - _sigmoid_times_slope(node.inputs[1], z)
+    if name == "neg":
+        return -_sigmoid_times_slope(node.inputs[0], z)
+    if name == "true_div":
+        numerator, denominator = node.inputs
+        if _same_value(denominator, z):
+            return numerator * (1 - z)
+        if _is_one_minus(denominator, z):
+            return numerator * z
+    return gz * z * (1 - z)
+
+
+def _same_value(v, z):
+    """``v`` is ``z``, possibly behind the broadcasting DimShuffle Elemwise adds."""
+    while v is not z and v.owner is not None and v.owner.op.__class__.__name__ == "DimShuffle" \
+            and all(a == "x" or a == i for i, a in enumerate(
+                [a for a in v.owner.op.new_order if a != "x"])):
+        v = v.owner.inputs[0]
+    return v is z
+
+
+def _is_one_minus(v, z):
+    from ffigraph.tensor.basic import get_scalar_constant_value, NotScalarConstantError
+
+    node = v.owner
+    if getattr(getattr(getattr(node, "op", None), "scalar_op", None), "name", None) != "sub":
+        return False
+    first = node.inputs[0]
+    while first.owner is not None and first.owner.op.__class__.__name__ == "DimShuffle":
+        first = first.owner.inputs[0]  # the padding Elemwise puts around a constant
+    try:
+        one = get_scalar_constant_value(first) == 1
+    except NotScalarConstantError:
+        return False
+    return one and _same_value(node.inputs[1], z)
+
+
 def _maximum_rule(ins, z, gz):
     # ties go to the first argument, so the two terms never count gz twice
     first = tm.ge(ins[0], ins[1])
@@ -76,7 +130,7 @@ RULES = {
     "cos": _unary(lambda x, z, gz: -gz * tm.sin(x)),
     "tan": _unary(lambda x, z, gz: gz * (z * z + 1)),
     "tanh": _unary(lambda x, z, gz: gz * (1 - z * z)),
-    "sigmoid": _unary(lambda x, z, gz: gz * z * (1 - z)),
+    "sigmoid": _sigmoid_rule,
     "softplus": _unary(lambda x, z, gz: gz * tm.sigmoid(x)),
     "erf": _unary(lambda x, z, gz: gz * _TWO_OVER_SQRT_PI * tm.exp(-(x * x))),
     "floor": lambda ins, z, gz: [ZERO],
