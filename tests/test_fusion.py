@@ -233,3 +233,30 @@ def test_fused_reduction_broadcast_inputs(fast):
     f = function([x, y], T.sum(T.exp(x) * y, axis=0), mode=fast)
     a, b = sample("float64", (5, 1)), sample("float64", (1, 4), rng=np.random.default_rng(8))
     np.testing.assert_allclose(f(a, b), np.sum(np.exp(a) * b, axis=0), rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_sigmoid_and_softplus_expand_into_vectorised_steps(dtype, linker):
+    """Fusion writes sigmoid/softplus as exp(-|x|), log1p, divisions and a switch (so libmvec
+    runs them a block at a time): same values as the stable reference, NaN and ±inf included."""
+    import ffigraph.tensor as T
+    from ffigraph import function
+    from ffigraph.compile.mode import Mode
+    from ffigraph.printing import debugprint
+
+    x = T.tensor(dtype, (None,), name="x")
+    f = function([x], [T.sigmoid(x), T.softplus(x)], mode=Mode(linker=linker))
+    text = debugprint(f, file="str")
+    assert "sigmoid(" not in text.split("Inner graphs")[-1] and "log1p" in text, text
+    xv = np.concatenate([np.linspace(-120, 120, 601), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -800, 800]])
+    xv = xv.astype(dtype)
+    got_sigmoid, got_softplus = f(xv)
+    wide = xv.astype(np.longdouble)
+    with np.errstate(all="ignore"):
+        want_sigmoid = np.where(wide >= 0, 1 / (1 + np.exp(-np.abs(wide))), np.exp(-np.abs(wide)) / (1 + np.exp(-np.abs(wide))))
+        want_softplus = np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))
+    rtol = 1e-14 if dtype == "float64" else 2e-6
+    for got, want in ((got_sigmoid, want_sigmoid), (got_softplus, want_softplus)):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=0, equal_nan=True)

@@ -13,6 +13,15 @@ from ffigraph import verify_grad
 from ffigraph.compile.mode import Mode
 from ffigraph.gradient import GradientError
 
+
+
+@pytest.fixture(params=["py", "c"])
+def mode(request):
+    """PerformLinker and the C linker, with no rewrites (the conftest's c|py adds nothing here:
+    every gradient op has C code, and test_verify_grad_after_rewrites covers the default cvm)."""
+    return Mode(linker=request.param, optimizer=None)
+
+
 RNG = np.random.default_rng(1)
 A = RNG.uniform(0.5, 2.0, (3, 4))
 B = RNG.uniform(0.5, 2.0, (3, 4))

@@ -3,8 +3,8 @@ agree, and a run under the other Python implementation (PyPy from CPython, CPyth
 gives the same parameters.
 
 The cross-implementation test looks for the other interpreter in ``$FFIGRAPH_PYPY`` (or
-``$FFIGRAPH_CPYTHON`` when the tests run on PyPy), then ``pypy3``/``pypy`` (``python3``/``python``)
-on PATH; it is skipped, saying why, when none can import numpy, cffi and ffigraph.
+``$FFIGRAPH_CPYTHON`` when the tests run on PyPy), then in the venv ``./dev test`` makes for it
+(``.venv-pypy`` or ``.venv``), then ``pypy3``/``pypy`` (``python3``/``python``) on PATH; it is skipped, saying why, when none can import numpy, cffi and ffigraph.
 """
 import functools
 import os
@@ -98,13 +98,17 @@ def subprocess_env():
 def other_interpreter():
     """Path of a working interpreter of the other implementation, or skip the test saying why."""
     if platform.python_implementation() == "PyPy":
-        want, variable, names = "CPython", "FFIGRAPH_CPYTHON", ("python3", "python")
+        want, variable, names, venv = "CPython", "FFIGRAPH_CPYTHON", ("python3", "python"), ".venv"
     else:
-        want, variable, names = "PyPy", "FFIGRAPH_PYPY", ("pypy3", "pypy")
+        want, variable, names, venv = "PyPy", "FFIGRAPH_PYPY", ("pypy3", "pypy"), ".venv-pypy"
     candidates = [os.environ[variable]] if os.environ.get(variable) else []
+    # the venv ./dev test makes for the other interpreter (present once that run has started)
+    candidates.append(os.path.join(ROOT, venv, "bin", "python"))
     candidates += [path for path in map(shutil.which, names) if path]
     tried = []
     for exe in candidates:
+        if not os.path.exists(exe):
+            continue
         try:
             probe = subprocess.run([exe, "-c", PROBE], env=subprocess_env(), stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, universal_newlines=True, timeout=120)

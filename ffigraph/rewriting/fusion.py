@@ -18,6 +18,7 @@ import numpy as np
 from ffigraph.graph.basic import Constant
 from ffigraph.graph.rewriting import replace_all_validate
 from ffigraph.scalar.composite import Composite, const_ref
+from ffigraph.scalar.expand import expand, expandable
 from ffigraph.tensor.elemwise import Elemwise
 from ffigraph.tensor.fused import REDUCIBLE, FusedElemwise, FusedReduce
 from ffigraph.tensor.fused_c import _vector_function, fusable_step
@@ -37,7 +38,8 @@ def _fusable(node):
 def _worth_alone(node):
     """A lone node is fused only when the fused loop is faster: a vectorised transcendental."""
     sop = node.op.scalar_op
-    return _vector_function(sop, [v.type.dtype for v in node.inputs], node.outputs[0].type.dtype) is not None
+    in_dtypes, out_dtype = [v.type.dtype for v in node.inputs], node.outputs[0].type.dtype
+    return _vector_function(sop, in_dtypes, out_dtype) is not None or expandable(sop, in_dtypes, out_dtype)
 
 
 class _Graph:
@@ -164,7 +166,11 @@ def build_composite(members, outputs):
                 args.append(("in", index[v]))
             else:
                 args.append(const_ref(v.data))
-        steps.append((node.op.scalar_op, args, node.outputs[0].type.dtype))
+        sop, out_dtype = node.op.scalar_op, node.outputs[0].type.dtype
+        if expandable(sop, [v.type.dtype for v in node.inputs], out_dtype):
+            steps.extend(expand(sop, args[0], out_dtype, len(steps)))
+        else:
+            steps.append((sop, args, out_dtype))
         step_of[node.outputs[0]] = len(steps) - 1
     comp = Composite([v.type.dtype for v in inputs], steps, [step_of[v] for v in outputs])
     return comp, inputs
