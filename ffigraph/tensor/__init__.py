@@ -4,10 +4,12 @@ from ffigraph.tensor.basic import __all__ as _basic_all
 from ffigraph.tensor.math import *  # noqa: F401,F403
 from ffigraph.tensor.math import __all__ as _math_all
 from ffigraph.tensor.shapes import Reshape, flatten, inferred_shape, reshape, shape, shape_i
-from ffigraph.tensor.subtensor import Subtensor
+from ffigraph.tensor.subtensor import IncSubtensor, Subtensor, inc_subtensor, set_subtensor
+from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
 
 __all__ = list(_basic_all) + list(_math_all) + [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
+    "IncSubtensor", "inc_subtensor", "set_subtensor", "SumToShape", "sum_to_shape",
 ]

@@ -201,6 +201,23 @@ class Alloc(DelegatedCOp, Op):
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(node.inputs[1:])]
 
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)  # sizes only shape the result
+
+    def L_op(self, inputs, outputs, output_grads):
+        """Sum the gradient over the axes the value was broadcast along."""
+        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.elemwise_grad import sum_to_input
+        from ffigraph.tensor.math import sum as tsum
+
+        value, (gz,) = inputs[0], output_grads
+        shape_inputs = [disconnected_type() for _ in inputs[1:]]
+        if np.dtype(value.type.dtype).kind != "f":
+            return [disconnected_type()] + shape_inputs
+        lead = gz.type.ndim - value.type.ndim
+        g = tsum(gz, axis=tuple(range(lead))) if lead else gz
+        return [sum_to_input(g, value, [outputs[0].type.shape[lead:]])] + shape_inputs
+
 
 alloc_op = Alloc()
 
@@ -307,6 +324,18 @@ class Join(DelegatedCOp, Op):
             raise ValueError("concatenate along axis %d: input shapes %s do not match on the other axes"
                              % (self.axis, [x.shape for x in inputs])) from None
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Each input gets its slab of the output gradient along ``axis``."""
+        from ffigraph.tensor.shapes import shape_i
+
+        (gz,) = output_grads
+        grads, start = [], constant(0, dtype="int64")
+        for t in inputs:
+            stop = start + shape_i(t, self.axis)
+            grads.append(gz[(slice(None),) * self.axis + (slice(start, stop),)])
+            start = stop
+        return grads
+
     def infer_shape(self, fgraph, node, input_shapes):
         from ffigraph.tensor.math import add
 
@@ -342,9 +371,123 @@ def stack(tensors, axis=0):
     return Join(axis)(*expanded) if len(expanded) > 1 else expanded[0]
 
 
+# ------------------------------------------------------------------ arange
+
+
+class ARange(DelegatedCOp, Op):
+    """``numpy.arange(start, stop, step)`` of ``dtype``: three 0-d inputs, a 1-d output.
+
+    The length is ``max(ceil((stop - start) / step), 0)`` (the division in float64 for
+    integer dtypes, in the dtype for floats, as numpy does); element ``i`` is
+    ``start + i * delta`` with ``delta = (start + step) - start`` (numpy's fill).
+    """
+
+    c_impl = "ffigraph.tensor.build_c"
+    __props__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = normalize_dtype(dtype)
+        if np.dtype(self.dtype).kind not in "iuf":
+            raise TypeError("arange: dtype %s is not supported (only integer and float dtypes)" % self.dtype)
+
+    def make_node(self, start, stop, step):
+        # (constants are converted here, so that the length of constant ranges is static)
+        with np.errstate(all="ignore"):
+            args = [constant(np.asarray(v.data).astype(self.dtype)) if isinstance(v, Constant)
+                    else cast(v, self.dtype) for v in _arange_args(start, stop, step)]
+        if isinstance(args[2], Constant) and args[2].data == 0:
+            raise ValueError("arange: step cannot be zero")
+        length = None
+        if all(isinstance(v, Constant) for v in args):
+            length = arange_length(*[v.data for v in args])
+        return Apply(self, args, [TensorType(self.dtype, (length,))()])
+
+    def perform(self, node, inputs, output_storage):
+        start, stop, step = (np.asarray(v, dtype=self.dtype)[()] for v in inputs)
+        n = arange_length(start, stop, step)
+        out = np.empty(n, dtype=self.dtype)
+        with np.errstate(all="ignore"):
+            if n > 0:
+                out[0] = start
+            if n > 1:
+                out[1] = start + step
+                delta = out[1] - start
+                out[2:] = start + np.arange(2, n).astype(self.dtype) * delta
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        from ffigraph.tensor.math import and_, ceil, eq, gt, maximum, neq, sub, true_div
+
+        start, stop, step = node.inputs
+        if node.outputs[0].type.shape[0] is not None:
+            return [(constant(node.outputs[0].type.shape[0], dtype="int64"),)]
+        span = sub(stop, start)
+        if np.dtype(self.dtype).kind in "iu":
+            span, step = cast(span, "float64"), cast(step, "float64")
+        q = true_div(span, step)
+        count = maximum(cast(ceil(q), "int64"), constant(0, dtype="int64"))
+        if np.dtype(self.dtype).kind == "f":
+            # a quotient that underflows to +0 counts one element (see arange_length)
+            underflow = and_(eq(q, 0), neq(span, 0))
+            count = switch(underflow, cast(eq(gt(span, 0), gt(step, 0)), "int64"), count)
+        return [(count,)]
+
+    def __str__(self):
+        return "ARange{%s}" % self.dtype
+
+
+def arange_length(start, stop, step):
+    """numpy's arange length for 0-d values already of the output dtype (ValueError when it has none).
+
+    ``q = (stop - start) / step`` (the difference in the dtype, the division in float64 for
+    integer dtypes); the length is ``max(ceil(q), 0)``, except that a quotient that underflows
+    to zero gives 1 when it is +0 (numpy's divide-by-inf rule). Lengths whose bytes overflow
+    int64 (or below -2**63, as numpy) are errors.
+    """
+    start, stop, step = np.asarray(start)[()], np.asarray(stop)[()], np.asarray(step)[()]
+    if step == 0:
+        raise ValueError("arange: step cannot be zero")
+    with np.errstate(all="ignore"):
+        span = stop - start
+        if span.dtype.kind in "iu":
+            q = np.float64(span) / np.float64(step)
+        else:
+            q = span / step
+    if q == 0 and span != 0:
+        return 0 if np.signbit(q) else 1
+    if np.isnan(q):
+        raise ValueError("arange: cannot compute a length for start=%s, stop=%s, step=%s (dtype %s)"
+                         % (start, stop, step, span.dtype))
+    ceil = float(np.ceil(q))
+    if not -2.0**63 <= ceil <= float((2**63 - 1) // span.dtype.itemsize):
+        raise ValueError("arange: the length for start=%s, stop=%s, step=%s (dtype %s) is too big"
+                         % (start, stop, step, span.dtype))
+    return max(int(ceil), 0)
+
+
+def _arange_dtype(args):
+    """numpy's dtype for arange of these arguments: at least int64 (Python ints are int64, floats float64)."""
+    return np.result_type("int64", *[np.dtype(a.dtype) for a in args]).name
+
+
+def arange(start, stop=None, step=1, dtype=None):
+    """``numpy.arange``: ``arange(stop)``, ``arange(start, stop[, step])``; scalars or symbolic scalars."""
+    if stop is None:
+        start, stop = 0, start
+    args = _arange_args(start, stop, step)
+    return ARange(_arange_dtype(args) if dtype is None else dtype)(*args)
+
+
+def _arange_args(*values):
+    args = [as_tensor_variable(v) for v in values]
+    for what, v in zip(("start", "stop", "step"), args):
+        if v.ndim != 0 or np.dtype(v.dtype).kind not in "biuf":
+            raise TypeError("arange: %s must be a real scalar, got %s of type %s" % (what, v, v.type))
+    return args
+
 __all__ = [
     "as_tensor_variable", "constant", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4",
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
-    "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise",
+    "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange",
 ] + [p + k for p in _PREFIXES for k in _KINDS]

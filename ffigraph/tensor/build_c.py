@@ -1,4 +1,4 @@
-"""Plain-C code of the ops that build fresh arrays: ``Alloc`` and ``Join`` (see basic.py).
+"""Plain-C code of the ops that build fresh arrays: ``Alloc``, ``Join`` and ``ARange`` (see basic.py).
 
 Both allocate a C-contiguous output through the host allocator and fill it
 with one helper, ``ffg_strided_copy``: it copies an n-d block between any two
@@ -145,6 +145,10 @@ def c_support_code_apply(op, node, name):
     return STRIDED_COPY_C
 
 
+def c_headers(op):
+    return ["<math.h>"] if type(op).__name__ == "ARange" else []
+
+
 def c_code_cache_version(op):
     return (1,)
 
@@ -156,6 +160,8 @@ def c_code(op, node, name, inputs, outputs, sub):
         return _alloc_code(op, node, inputs, outputs, sub)
     if kind == "Join":
         return _join_code(op, node, inputs, outputs, sub)
+    if kind == "ARange":
+        return _arange_code(op, node, inputs, outputs, sub)
     raise MethodNotDefined("ffigraph.tensor.build_c has no C code for %s" % op)
 
 
@@ -268,4 +274,75 @@ for (k = 0; k < %(n)d; ++k) {
     ffg_strided_copy(slab, %(z)s.strides, pieces[k]->data, pieces[k]->strides, pieces[k]->shape, %(nd)d,
                      sizeof(%(ctype)s));
     offset += pieces[k]->shape[%(axis)d];
+}""" % d
+
+
+# ------------------------------------------------------------------ ARange
+
+
+def _arange_code(op, node, inputs, outputs, sub):
+    start, stop, step = inputs
+    (z,) = outputs
+    dtype = np.dtype(op.dtype)
+    ctype = c_element_type(dtype)
+    d = dict(z=z, start=start, stop=stop, step=step, ctype=ctype, dtype=dtype.name, err=sub["err"],
+             fail=sub["fail"], allocator=sub["allocator"], itemsize=dtype.itemsize)
+    if dtype.kind == "f":
+        # as numpy: the difference and the quotient in the dtype, then ceil
+        d.update(qtype=ctype, span="stop - start", q="span / step", ceil="ceilf" if dtype.itemsize == 4 else "ceil",
+                 add="start + step", sub="second - start", at="start + (%s)i * delta" % ctype)
+    else:
+        # integer sums wrap (in unsigned arithmetic); the quotient is in double, as numpy's
+        u = ctype if dtype.kind == "u" else "u" + ctype
+        d.update(qtype="double", span="(%s)((%s)stop - (%s)start)" % (ctype, u, u),
+                 q="(double)span / (double)step", ceil="ceil",
+                 add="(%s)((%s)start + (%s)step)" % (ctype, u, u), sub="(%s)((%s)second - (%s)start)" % (ctype, u, u),
+                 at="(%s)((%s)start + (%s)i * (%s)delta)" % (ctype, u, u, u))
+    return """/* ARange{%(dtype)s}: numpy's arange of the three scalars */
+{
+    const %(ctype)s start = *(const %(ctype)s *)%(start)s.data;
+    const %(ctype)s stop = *(const %(ctype)s *)%(stop)s.data;
+    const %(ctype)s step = *(const %(ctype)s *)%(step)s.data;
+    int64_t n, i, shape[1];
+    %(ctype)s span;
+    %(qtype)s q;
+    double c;
+    if (step == 0) {
+        ffg_set_error(%(err)s, FFG_ERR_VALUE, -1, "arange: step cannot be zero");
+        %(fail)s
+    }
+    span = %(span)s;
+    q = %(q)s;
+    c = (double)%(ceil)s(q);
+    if (q == 0 && span != 0) {
+        n = signbit(q) ? 0 : 1;   /* the quotient underflowed: numpy's divide-by-inf rule */
+    } else if (isnan(q)) {
+        ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
+                      "arange: cannot compute a length for start=%%g, stop=%%g, step=%%g (dtype %(dtype)s)",
+                      (double)start, (double)stop, (double)step);
+        %(fail)s
+    } else if (!(c >= -9223372036854775808.0 && c <= (double)(INT64_MAX / %(itemsize)d))) {
+        ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
+                      "arange: the length for start=%%g, stop=%%g, step=%%g (dtype %(dtype)s) is too big",
+                      (double)start, (double)stop, (double)step);
+        %(fail)s
+    } else {
+        n = c > 0 ? (int64_t)c : 0;
+    }
+    shape[0] = n;
+    if (ffg_alloc_array(&%(z)s, 1, shape, sizeof(%(ctype)s), %(allocator)s, %(err)s))
+        %(fail)s
+    {
+        /* numpy's fill: start, start + step, then start + i * delta with delta = (start + step) - start */
+        %(ctype)s *out = (%(ctype)s *)%(z)s.data;
+        if (n > 0)
+            out[0] = start;
+        if (n > 1) {
+            const %(ctype)s second = %(add)s;
+            const %(ctype)s delta = %(sub)s;
+            out[1] = second;
+            for (i = 2; i < n; ++i)
+                out[i] = %(at)s;
+        }
+    }
 }""" % d

@@ -89,6 +89,18 @@ class Subtensor(DelegatedCOp, Op):
         out.extend(xshp[len(self.idx_list):])
         return [tuple(out)]
 
+    def connection_pattern(self, node):
+        return [[True]] + [[False]] * (len(node.inputs) - 1)  # indices only select
+
+    def L_op(self, inputs, outputs, output_grads):
+        """The output gradient placed in a zero array the shape of ``x``."""
+        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.basic import zeros_like
+
+        x, index_inputs = inputs[0], inputs[1:]
+        gx = IncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *index_inputs)
+        return [gx] + [disconnected_type() for _ in index_inputs]
+
     def __str__(self):
         def fmt(e):
             if e[0] == "int":
@@ -204,3 +216,126 @@ def getitem(x, index):
                 k += 1
         out = DimShuffle(out.ndim, pattern)(out)
     return out
+
+
+# ------------------------------------------------------------------ inc_subtensor / set_subtensor
+
+
+class IncSubtensor(DelegatedCOp, Op):
+    """A fresh copy of ``x`` with ``x[idx_list] += y`` (or ``= y`` with ``set_instead_of_inc``).
+
+    ``idx_list`` is encoded as for ``Subtensor`` (symbolic parts are the inputs after
+    ``x`` and ``y``); an empty ``idx_list`` means the whole of ``x``. ``y`` broadcasts
+    to the indexed region's shape by numpy's rules and is cast to ``x``'s dtype.
+    """
+
+    c_impl = "ffigraph.tensor.inc_subtensor_c"
+    __props__ = ("idx_list", "set_instead_of_inc")
+
+    def __init__(self, idx_list, set_instead_of_inc=False):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+        self.set_instead_of_inc = bool(set_instead_of_inc)
+
+    def make_node(self, x, y, *index_inputs):
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        try:
+            region = Subtensor(self.idx_list).make_node(x, *index_inputs)
+        except (IndexError, ValueError) as err:
+            raise type(err)("%s: %s" % (self, err)) from None
+        region_type = region.outputs[0].type
+        if y.ndim > region_type.ndim:
+            raise TypeError("%s: y=%s has %d dimensions, more than the %d of the indexed region of %s"
+                            % (self, y, y.ndim, region_type.ndim, x))
+        if not np.can_cast(y.dtype, x.dtype, casting="same_kind"):
+            raise TypeError("%s: y=%s of dtype %s cannot be cast to the dtype %s of %s (numpy's same_kind rule)"
+                            % (self, y, y.dtype, x.dtype, x))
+        lead = region_type.ndim - y.ndim
+        for axis, ysize in enumerate(y.type.shape):
+            rsize = region_type.shape[lead + axis]
+            if ysize not in (None, 1) and rsize is not None and ysize != rsize:
+                raise ValueError("%s: y=%s of static shape %s cannot be broadcast to the indexed region's "
+                                 "static shape %s" % (self, y, y.type.shape, region_type.shape))
+        return Apply(self, [x, cast(y, x.dtype)] + region.inputs[1:], [TensorType(x.dtype, x.type.shape)()])
+
+    def perform(self, node, inputs, output_storage):
+        x, y = inputs[0], inputs[1]
+        idx = Subtensor(self.idx_list)._numpy_index(inputs[2:])
+        for s in idx:
+            if isinstance(s, slice) and s.step == 0:
+                raise ValueError("%s: slice step cannot be zero" % self)
+        out = np.array(x, copy=True)
+        try:
+            region = out[idx + (Ellipsis,)]
+        except IndexError as err:
+            raise IndexError("%s: %s (input shape %s, index %s)" % (self, err, x.shape, idx)) from None
+        try:
+            shape = np.broadcast_shapes(np.shape(y), region.shape)
+        except ValueError:
+            shape = None
+        if shape != region.shape:
+            raise ValueError("%s: y of shape %s cannot be broadcast to the indexed region's shape %s "
+                             "(x has shape %s)" % (self, np.shape(y), region.shape, x.shape))
+        with np.errstate(all="ignore"):
+            if self.set_instead_of_inc:
+                region[...] = y
+            else:
+                region += y
+        output_storage[0][0] = out
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs, outputs, output_grads):
+        """x gets the gradient outside the region (and inside it too when incrementing);
+        y gets the region's gradient, summed over the axes it was broadcast along."""
+        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.elemwise_grad import sum_to_input
+        from ffigraph.tensor.math import sum as tsum
+
+        x, y, index_inputs = inputs[0], inputs[1], inputs[2:]
+        (gz,) = output_grads
+        gx = gz
+        if self.set_instead_of_inc:
+            zero = constant(np.zeros((), dtype=gz.type.dtype))
+            gx = IncSubtensor(self.idx_list, True)(gz, zero, *index_inputs)
+        region = Subtensor(self.idx_list)(gz, *index_inputs) if self.idx_list else gz
+        lead = region.type.ndim - y.type.ndim
+        gy = tsum(region, axis=tuple(range(lead))) if lead else region
+        gy = sum_to_input(gy, y, [region.type.shape[lead:]])
+        return [gx, gy] + [disconnected_type() for _ in index_inputs]
+
+    def __str__(self):
+        name = "SetSubtensor" if self.set_instead_of_inc else "IncSubtensor"
+        return name + str(Subtensor(self.idx_list))[len("Subtensor"):]
+
+
+def _inc_or_set(x_sub, y, set_instead_of_inc, what):
+    x_sub = as_tensor_variable(x_sub)
+    owner = x_sub.owner
+    if owner is not None and isinstance(owner.op, Subtensor):
+        return IncSubtensor(owner.op.idx_list, set_instead_of_inc)(owner.inputs[0], y, *owner.inputs[1:])
+    if owner is not None and isinstance(owner.op, DimShuffle) and owner.inputs[0].owner is not None \
+            and isinstance(owner.inputs[0].owner.op, Subtensor):
+        raise TypeError("%s: %s is a DimShuffle of a Subtensor output (indexing with None/newaxis?), not a "
+                        "Subtensor output; index without newaxis and reshape y instead" % (what, x_sub))
+    # not indexed at all: the whole of x_sub
+    return IncSubtensor((), set_instead_of_inc)(x_sub, y)
+
+
+def inc_subtensor(x_sub, y):
+    """``x`` with ``y`` added to the part ``x_sub = x[idx]`` (a fresh array): ``inc_subtensor(x[1:3], y)``.
+
+    When ``x_sub`` is not an indexing result it stands for the whole of itself: ``x_sub + y``
+    broadcast to ``x_sub``'s shape (and dtype)."""
+    return _inc_or_set(x_sub, y, False, "inc_subtensor")
+
+
+def set_subtensor(x_sub, y):
+    """``x`` with the part ``x_sub = x[idx]`` replaced by ``y`` (a fresh array): ``set_subtensor(x[0], 0)``.
+
+    When ``x_sub`` is not an indexing result it stands for the whole of itself: ``y``
+    broadcast to ``x_sub``'s shape, cast to its dtype."""
+    return _inc_or_set(x_sub, y, True, "set_subtensor")
