@@ -105,6 +105,7 @@ CASES = {
     "alloc": (lambda a: T.alloc(a, 3, 4), [V]),
     "alloc_scalar": (lambda a: T.alloc(a, 2, 3), [np.array(1.5)]),
     "sum_to_shape": (lambda a: T.sum_to_shape(a, (1, 4)), [A]),
+    "arange": (lambda start, step: T.arange(start, 5.0, step) ** 2, [np.array(0.3), np.array(0.9)]),
     # 0-d and compositions
     "scalar_chain": (lambda s: T.exp(s) * T.sin(s) + s ** 2, [np.array(0.7)]),
     "softmax_like": (lambda a: T.exp(a) / T.exp(a).sum(axis=1, keepdims=True), [SIGNED]),

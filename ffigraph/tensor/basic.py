@@ -415,6 +415,19 @@ class ARange(DelegatedCOp, Op):
                 out[2:] = start + np.arange(2, n).astype(self.dtype) * delta
         output_storage[0][0] = out
 
+    def L_op(self, inputs, outputs, output_grads):
+        """Element i is start + i*step: start gets sum(gz), step sum(i*gz); the length only
+        jumps with stop, so stop's gradient is zero almost everywhere."""
+        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.math import sum as tsum
+
+        (gz,) = output_grads
+        if np.dtype(self.dtype).kind != "f":
+            return [disconnected_type()] * 3
+        start, stop, step = inputs
+        positions = cast(ARange("int64")(0, outputs[0].shape[0], 1), self.dtype)
+        return [tsum(gz), zeros_like(stop), tsum(gz * positions)]
+
     def infer_shape(self, fgraph, node, input_shapes):
         from ffigraph.tensor.math import and_, ceil, eq, gt, maximum, neq, sub, true_div
 
