@@ -184,8 +184,10 @@ typedef void ffg_destroy_fn(void *state);
 #define FFG_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #elif defined(__cplusplus) && __cplusplus >= 201103L
 #define FFG_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
-#else
-#define FFG_STATIC_ASSERT(cond, msg)
+#else   /* C99 and C++98: a negative array size stops the build; unique names by line */
+#define FFG_CONCAT_(a, b) a##b
+#define FFG_CONCAT(a, b) FFG_CONCAT_(a, b)
+#define FFG_STATIC_ASSERT(cond, msg) typedef char FFG_CONCAT(ffg_static_assert_line_, __LINE__)[(cond) ? 1 : -1]
 #endif
 FFG_STATIC_ASSERT(sizeof(FfgDevice) == 8, "FfgDevice must match DLDevice");
 FFG_STATIC_ASSERT(sizeof(FfgDtype) == 4, "FfgDtype must match DLDataType");

@@ -47,7 +47,8 @@ def compiler_command(requirements, compiler=None):
     flags += ["-I" + os.path.dirname(HEADER_PATH)]
     flags += ["-I" + d for d in requirements.get("header_dirs", ())]
     libs = ["-L" + d for d in requirements.get("lib_dirs", ())]
-    libs += ["-Wl,-rpath," + d for d in requirements.get("lib_dirs", ())]
+    # where the library looks for those at load time: the same folders unless told ("$ORIGIN")
+    libs += ["-Wl,-rpath," + d for d in requirements.get("rpath", requirements.get("lib_dirs", ()))]
     libs += ["-l" + lib for lib in list(requirements.get("libraries", ())) + BASE_LIBS]
     return [cc] + flags, libs
 

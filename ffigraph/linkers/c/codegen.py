@@ -78,8 +78,22 @@ def _dedent(code):
     return textwrap.dedent(code or "").strip("\n")
 
 
-def _c_string(text):
-    return '"%s"' % str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+def c_string(text):
+    """A C string literal for any text: printable ASCII kept, everything else as octal escapes
+    (so a name can hold quotes, newlines or non-ASCII without breaking or changing the source)."""
+    out = []
+    for byte in str(text).encode("utf-8"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append("\\%03o" % byte)
+    return '"%s"' % "".join(out)
+
+
+_c_string = c_string
 
 
 def _comment(text):
@@ -426,13 +440,20 @@ __create_fail:
     %(P)s_state *state = (%(P)s_state *)state_;
     %(P)s_frame *f;
     int32_t k;
+    if (err == NULL)
+        return FFG_ERR_ABI;   /* nowhere to say why; every other mistake is reported in err */
     err->code = FFG_OK;
     err->node = -1;
     err->input = -1;
     err->message[0] = '\0';
     if (state == NULL || n_inputs != %(n_in)d || n_outputs != %(n_out)d) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "run: expected a state, %(n_in)d inputs and %(n_out)d outputs, "
-                      "got %%d inputs and %%d outputs", (int)n_inputs, (int)n_outputs);
+                      "got %%s, %%d inputs and %%d outputs", state ? "a state" : "state NULL",
+                      (int)n_inputs, (int)n_outputs);
+        return err->code;
+    }
+    if ((inputs == NULL && n_inputs > 0) || (outputs == NULL && n_outputs > 0)) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "run: the %%s array is NULL", inputs ? "outputs" : "inputs");
         return err->code;
     }
     f = &state->frame;   /* in the state, not on the stack: a large graph has a large frame */

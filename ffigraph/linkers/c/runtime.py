@@ -70,6 +70,22 @@ static int64_t ffg_size(int ndim, const int64_t *shape)
     return n;
 }
 
+/* 1 when the byte size of an array of this (non-negative) shape does not fit in an int64. */
+static int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
+{
+    int64_t n = itemsize > 0 ? itemsize : 1;
+    int d;
+    for (d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return 0;   /* empty, whatever the other lengths */
+    for (d = 0; d < ndim; ++d) {
+        if (shape[d] > INT64_MAX / n)
+            return 1;
+        n *= shape[d];
+    }
+    return 0;
+}
+
 /* Give a a fresh C-contiguous block of the given shape; 0 on success. */
 static int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t itemsize,
                            const FfgAllocator *al, FfgError *err)
@@ -162,6 +178,10 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
                           name, ndim, (int)t->ndim);
             return -1;
         }
+        if (ndim > 0 && t->shape == NULL) {
+            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: the shape pointer is NULL", name);
+            return -1;
+        }
         for (d = 0; d < ndim; ++d) {
             if (t->shape[d] < 0 || (static_shape[d] >= 0 && t->shape[d] != static_shape[d])) {
                 char got[160];
@@ -170,6 +190,13 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
                               name, got, d);
                 return -1;
             }
+        }
+        if (ffg_size_overflows(ndim, t->shape, bits / 8)) {
+            char got[160];
+            ffg_format_shape(got, sizeof got, ndim, t->shape);
+            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: shape %s is too large (its size in bytes "
+                          "overflows int64)", name, got);
+            return -1;
         }
         if (t->data == NULL && ffg_size(ndim, t->shape) > 0) {
             ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: data pointer is NULL", name);
