@@ -48,11 +48,16 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
     input_cells = [[None] for _ in ins] + [s.container.storage for s in shared_vars]
     thunk, in_cells, out_cells = linker.make_thunk(input_storage=input_cells)
     update_targets = [shared_vars.index(s) for s, _ in upd]
-    return Function(
+    f = Function(
         name=name, inputs=ins, outputs=outs, single=single, fgraph=fgraph, mode=mode, linker=linker,
         thunk=thunk, input_cells=in_cells[:len(ins)], output_cells=out_cells,
         shared=shared_vars, update_targets=update_targets, trust_input=trust_input,
     )
+    if getattr(linker, "c_callable", False):  # Theano's CLinker(c_callable=True): export as it compiles
+        from ffigraph.export.bundle import export_to_cache
+
+        thunk.filename = export_to_cache(f, linker.export_dir).directory
+    return f
 
 
 # ------------------------------------------------------------------ normalising
@@ -264,6 +269,7 @@ class Function:
         self._direct = getattr(linker, "direct_call", None)
         self._shared_cells = [s.container.storage for s in shared]
         self._update_cells = [shared[t].container.storage for t in update_targets]
+        self._update_targets = list(update_targets)
         self._n_inputs = len(inputs)
         self.trust_input = trust_input
 
@@ -379,6 +385,38 @@ class Function:
     def fgraph(self):
         return self.maker.fgraph
 
+    @property
+    def fn(self):
+        """What runs the graph (Theano's ``f.fn``). Its ``filename`` is the folder of the built
+        library, as in Theano's c_callable export; None when no whole-graph library was built."""
+        thunk = self._thunk
+        if getattr(thunk, "filename", None) is None:
+            thunk.filename = _library_dir(self.maker.linker)
+        return thunk
+
+    @property
+    def library_dir(self):
+        """The folder holding this function's built artifacts: the export folder when it was
+        compiled with ``CLinker(c_callable=True)``, else the compile-cache entry of its
+        whole-graph library; None for linkers that build no single library (py, c|py)."""
+        return self.fn.filename
+
+    def export(self, directory, name=None, example_inputs=None):
+        """Write this function as a self-contained C library folder and return its paths.
+
+        The folder holds ``lib<name>.so``, ``<name>.h`` (typed prototypes and the slot
+        map), ``ffigraph_abi.h``, a Makefile, an example ``main.c`` with a strict ``.npy``
+        reader, one ``.npy`` per shared variable (its current value) and a README.
+        Shared variables live inside the library's handle, and updates run there.
+        ``make && ./example`` then needs no Python. ``name`` becomes the C prefix. It
+        defaults to the function's name, else ``graph``. ``example_inputs`` are input
+        values shipped as ``.npy`` files for the example to use. ``directory`` must be
+        new, empty, or an earlier export, which is replaced.
+        """
+        from ffigraph.export.bundle import export_function
+
+        return export_function(self, directory, name=name, example_inputs=example_inputs)
+
     def info(self):
         """Which linker ran, and how each node runs."""
         linker = self.maker.linker
@@ -392,6 +430,17 @@ class Function:
 
 
 _MISSING = object()
+
+
+def _library_dir(linker):
+    """The folder of the whole-graph library a linker built, or None."""
+    linker = getattr(linker, "chosen", None) or linker
+    compiled = getattr(linker, "compiled", None)
+    if compiled is None:
+        return None
+    import os
+
+    return os.path.dirname(compiled.library.path)
 
 
 def _input_filter(spec):

@@ -79,6 +79,11 @@ def _private_dir(path):
     return path
 
 
+def private_subdir(name):
+    """A private folder of the cache root (created if needed), e.g. ``exports`` or ``locks``."""
+    return _private_dir(os.path.join(_private_dir(root()), name))
+
+
 def _folders():
     base = _private_dir(root())
     return (_private_dir(os.path.join(base, "entries")), _private_dir(os.path.join(base, "locks")),
@@ -287,7 +292,7 @@ def clean_tmp(older_than=STALE_TMP_SECONDS):
 def clear():
     """Remove every entry, lock and leftover."""
     count = len(list_entries())
-    for name in ("entries", "locks", "tmp"):
+    for name in ("entries", "locks", "tmp", "exports"):
         shutil.rmtree(os.path.join(root(), name), ignore_errors=True)
     return count
 

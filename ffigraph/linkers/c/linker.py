@@ -118,16 +118,24 @@ def _graph_c_roles(fgraph):
 
 
 class CLinker(Linker):
-    """One C translation unit, one library, one call for the whole graph."""
+    """One C translation unit, one library, one call for the whole graph.
+
+    ``c_callable=True`` (Theano's name) also exports every function compiled with this
+    linker as a self-contained C library folder: in ``export_dir`` when given, else in
+    the compile cache's ``exports/`` folder. ``f.fn.filename`` and ``f.library_dir`` say
+    where (see ``Function.export``).
+    """
 
     name = "c"
 
-    def __init__(self, compiler=None):
+    def __init__(self, compiler=None, c_callable=False, export_dir=None):
         super().__init__()
         self.compiler = compiler
+        self.c_callable = bool(c_callable)
+        self.export_dir = export_dir
 
     def _init_kwargs(self):
-        return dict(compiler=self.compiler)
+        return dict(compiler=self.compiler, c_callable=self.c_callable, export_dir=self.export_dir)
 
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph

@@ -1,0 +1,279 @@
+"""The example host program of an export (``main.c``): a working template for C users."""
+from __future__ import annotations
+
+MAIN_TEMPLATE = r"""/*
+ * main.c -- example host for the ffigraph export "%(N)s" (generated; a template to adapt).
+ *
+ * Build and run:  make && ./example [-n RUNS] [-s DIR]
+ *   -n RUNS  call the function RUNS times (default 1); shared variables are updated
+ *            inside the handle after every successful call, so a training step trains
+ *   -s DIR   afterwards, save every shared variable to DIR/<file>.npy
+ *
+ * What it does: opens a handle, loads each shared variable from its .npy file, fills
+ * the inputs (from the export's example .npy files when there are some, otherwise
+ * with 0, 1, 2, ... in a shape whose open axes have lengths 3, 4, 5, ...), runs the
+ * function, prints every output and shared variable, and reports failures through
+ * the error record. Files are looked up next to the executable.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "%(N)s.h"
+#include "ffg_npy.h"
+
+/* The example value of each input (NULL: filled with 0, 1, 2, ...) and the file of each shared variable. */
+static const char *const input_files[%(in_alloc)d] = {%(input_files)s};
+static const char *const shared_files[%(m_alloc)d] = {%(shared_files)s};
+
+static char data_dir[4096] = ".";
+
+static const char *data_path(const char *file, char *buf, size_t size)
+{
+    snprintf(buf, size, "%%s/%%s", data_dir, file);
+    return buf;
+}
+
+static int report(const char *what, int32_t code, const FfgError *err)
+{
+    fprintf(stderr, "%%s failed: error %%d", what, (int)code);
+    if (err->node >= 0)
+        fprintf(stderr, " at node %%d", (int)err->node);
+    if (err->input >= 0)
+        fprintf(stderr, " (input slot %%d)", (int)err->input);
+    fprintf(stderr, ": %%s\n", err->message);
+    return 1;
+}
+
+/* ---- printing any ABI tensor, numpy style ---- */
+
+static void print_element(const FfgTensor *t, const char *p)
+{
+    int64_t i = 0;
+    uint64_t u = 0;
+    switch (t->dtype.code) {
+    case FFG_DTYPE_BOOL:
+        printf("%%s", *(const uint8_t *)p ? "True" : "False");
+        return;
+    case FFG_DTYPE_FLOAT:
+        printf("%%.17g", t->dtype.bits == 32 ? (double)*(const float *)p : *(const double *)p);
+        return;
+    case FFG_DTYPE_COMPLEX:
+        if (t->dtype.bits == 64)
+            printf("%%.17g%%+.17gj", (double)((const float *)p)[0], (double)((const float *)p)[1]);
+        else
+            printf("%%.17g%%+.17gj", ((const double *)p)[0], ((const double *)p)[1]);
+        return;
+    case FFG_DTYPE_INT:
+        switch (t->dtype.bits) {
+        case 8: i = *(const int8_t *)p; break;
+        case 16: i = *(const int16_t *)p; break;
+        case 32: i = *(const int32_t *)p; break;
+        default: i = *(const int64_t *)p; break;
+        }
+        printf("%%lld", (long long)i);
+        return;
+    default:
+        switch (t->dtype.bits) {
+        case 8: u = *(const uint8_t *)p; break;
+        case 16: u = *(const uint16_t *)p; break;
+        case 32: u = *(const uint32_t *)p; break;
+        default: u = *(const uint64_t *)p; break;
+        }
+        printf("%%llu", (unsigned long long)u);
+    }
+}
+
+static void print_axis(const FfgTensor *t, const int64_t *strides, int axis, const char *p)
+{
+    int64_t k, itemsize = t->dtype.bits / 8;
+    if (axis == t->ndim) {
+        print_element(t, p);
+        return;
+    }
+    printf("[");
+    for (k = 0; k < t->shape[axis]; ++k) {
+        if (k > 0 && axis == t->ndim - 1)
+            printf(" ");
+        else if (k > 0)
+            printf("\n%%*s", axis + 1, "");   /* rows of a matrix line up under the first */
+        print_axis(t, strides, axis + 1, p + k * strides[axis] * itemsize);
+    }
+    printf("]");
+}
+
+static void print_tensor(const char *label, const char *name, const FfgTensor *t)
+{
+    int64_t strides[FFG_MAX_NDIM], stride = 1;
+    int d;
+    for (d = t->ndim - 1; d >= 0; --d) {   /* NULL strides mean C-contiguous */
+        strides[d] = t->strides ? t->strides[d] : stride;
+        stride *= t->shape[d];
+    }
+    printf("%%s %%s: %%s%%d, shape (", label, name, t->dtype.code == FFG_DTYPE_FLOAT ? "float"
+           : t->dtype.code == FFG_DTYPE_INT ? "int" : t->dtype.code == FFG_DTYPE_UINT ? "uint"
+           : t->dtype.code == FFG_DTYPE_BOOL ? "bool" : "complex", (int)t->dtype.bits);
+    for (d = 0; d < t->ndim; ++d)
+        printf(d ? ", %%lld" : "%%lld", (long long)t->shape[d]);
+    printf(t->ndim == 1 ? ",)\n" : ")\n");
+    print_axis(t, strides, 0, (const char *)t->data + t->byte_offset);
+    printf("\n");
+}
+
+/* ---- inputs ---- */
+
+/* Fill a C-contiguous block with 0, 1, 2, ... in the slot's dtype; open axes get lengths 3, 4, 5, ... */
+static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
+{
+    int64_t n = 1, k, bytes = slot->dtype.bits / 8;
+    int d;
+    memset(a, 0, sizeof *a);
+    a->tensor.device.device_type = FFG_DEVICE_CPU;
+    a->tensor.ndim = slot->ndim;
+    a->tensor.dtype = slot->dtype;
+    a->tensor.shape = a->shape;
+    for (d = 0; d < slot->ndim; ++d) {
+        a->shape[d] = slot->static_shape[d] >= 0 ? slot->static_shape[d] : 3 + d;
+        n *= a->shape[d];
+    }
+    a->data = calloc((size_t)(n > 0 ? n : 1), (size_t)bytes);
+    if (a->data == NULL)
+        return -1;
+    a->tensor.data = a->data;
+    for (k = 0; k < n; ++k) {
+        char *p = (char *)a->data + k * bytes;
+        switch (slot->dtype.code) {
+        case FFG_DTYPE_FLOAT:
+            if (bytes == 4) *(float *)p = (float)k; else *(double *)p = (double)k;
+            break;
+        case FFG_DTYPE_COMPLEX:
+            if (bytes == 8) *(float *)p = (float)k; else *(double *)p = (double)k;
+            break;
+        case FFG_DTYPE_BOOL:
+            *(uint8_t *)p = (uint8_t)(k %% 2);
+            break;
+        default:   /* integers: the low bytes of k (little-endian) */
+            memcpy(p, &k, (size_t)bytes < sizeof k ? (size_t)bytes : sizeof k);
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    FfgError err;
+    FfgNpyArray inputs[%(in_alloc)d];
+    FfgTensor input_tensors[%(in_alloc)d];
+    FfgOutput outputs[%(out_alloc)d];
+    const FfgDescription *desc = %(N)s_describe();
+    %(N)s_handle *h = NULL;
+    const char *save_dir = NULL, *slash = strrchr(argv[0], '/');
+    char path[8192];
+    long runs = 1, r;
+    int32_t k, code;
+    int status = 1;
+
+    for (k = 1; k < argc; ++k) {
+        if (strcmp(argv[k], "-n") == 0 && k + 1 < argc)
+            runs = strtol(argv[++k], NULL, 10);
+        else if (strcmp(argv[k], "-s") == 0 && k + 1 < argc)
+            save_dir = argv[++k];
+        else {
+            fprintf(stderr, "usage: %%s [-n RUNS] [-s DIR]\n", argv[0]);
+            return 2;
+        }
+    }
+    if (slash != NULL)
+        snprintf(data_dir, sizeof data_dir, "%%.*s", (int)(slash - argv[0]), argv[0]);
+    if (%(N)s_abi_version() != FFG_ABI_VERSION) {
+        fprintf(stderr, "the library speaks ABI %%u, this program was built for %%u\n",
+                (unsigned)%(N)s_abi_version(), (unsigned)FFG_ABI_VERSION);
+        return 1;
+    }
+    memset(inputs, 0, sizeof inputs);
+    memset(outputs, 0, sizeof outputs);
+
+    h = %(N)s_open(NULL, &err);
+    if (h == NULL)
+        return report("%(N)s_open", err.code, &err);
+
+    /* shared variables: their values at export time, from their .npy files */
+    for (k = 0; k < %(NU)s_N_SHARED; ++k) {
+        FfgNpyArray value;
+        code = ffg_npy_read(data_path(shared_files[k], path, sizeof path), &value, &err);
+        if (code == FFG_OK) {
+            code = %(N)s_set_shared(h, k, &value.tensor, &err);
+            ffg_npy_free(&value);
+        }
+        if (code != FFG_OK) {
+            report("loading a shared variable", code, &err);
+            goto done;
+        }
+    }
+
+    /* inputs: the example values, or 0, 1, 2, ... */
+    for (k = 0; k < %(NU)s_N_INPUTS; ++k) {
+        if (input_files[k] != NULL)
+            code = ffg_npy_read(data_path(input_files[k], path, sizeof path), &inputs[k], &err);
+        else
+            code = fill_input(&desc->inputs[k], &inputs[k]) ? FFG_ERR_NOMEM : FFG_OK;
+        if (code != FFG_OK) {
+            if (input_files[k] == NULL)
+                snprintf(err.message, sizeof err.message, "out of memory filling input %%d", (int)k);
+            report("preparing an input", code, &err);
+            goto done;
+        }
+        input_tensors[k] = inputs[k].tensor;
+    }
+
+    for (r = 0; r < runs; ++r) {
+        for (k = 0; k < %(NU)s_N_OUTPUTS; ++k)
+            %(N)s_release(h, &outputs[k]);   /* the previous run's results */
+        code = %(N)s_run(h, input_tensors, %(NU)s_N_INPUTS, outputs, %(NU)s_N_OUTPUTS, &err);
+        if (code != FFG_OK) {
+            report("%(N)s_run", code, &err);
+            goto done;
+        }
+    }
+    printf("%(N)s: %%ld run(s) succeeded\n", runs);
+    for (k = 0; k < %(NU)s_N_OUTPUTS && runs > 0; ++k)
+        print_tensor("output", desc->outputs[k].name, &outputs[k].tensor);
+    for (k = 0; k < %(NU)s_N_SHARED; ++k) {
+        FfgTensor value;
+        code = %(N)s_get_shared(h, k, &value, &err);
+        if (code == FFG_OK && save_dir != NULL) {
+            snprintf(path, sizeof path, "%%s/%%s", save_dir, shared_files[k]);
+            code = ffg_npy_write(path, &value, &err);
+        }
+        if (code != FFG_OK) {
+            report("reading a shared variable", code, &err);
+            goto done;
+        }
+        print_tensor("shared", %(N)s_shared_name(k), &value);
+    }
+    status = 0;
+done:
+    for (k = 0; k < %(NU)s_N_OUTPUTS; ++k)
+        %(N)s_release(h, &outputs[k]);
+    for (k = 0; k < %(NU)s_N_INPUTS; ++k)
+        ffg_npy_free(&inputs[k]);
+    %(N)s_close(h);
+    return status;
+}
+"""
+
+
+def _c_strings(items):
+    from ffigraph.linkers.c.codegen import c_string
+
+    return ", ".join("NULL" if item is None else c_string(item) for item in items) or "NULL"
+
+
+def main_source(plan):
+    """The text of ``main.c`` for an export plan."""
+    return MAIN_TEMPLATE % dict(
+        N=plan.name, NU=plan.name.upper(),
+        in_alloc=max(len(plan.inputs), 1), m_alloc=max(len(plan.shared), 1), out_alloc=max(len(plan.outputs), 1),
+        input_files=_c_strings([s.file for s in plan.inputs]),
+        shared_files=_c_strings([s.file for s in plan.shared]),
+    )

@@ -1,0 +1,332 @@
+"""Exported libraries used from C with no Python: the seed example, training from C,
+C++ hosts, two threads, bad input, and the c_callable linker.
+
+Each export is built with ``make`` in an environment whose PATH holds only make and the C
+toolchain (no python) and no PYTHON* variables, then run; its printed numbers are compared
+with the Python call.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import ffigraph
+import ffigraph.tensor as T
+from ffigraph.compile.mode import Mode
+from ffigraph.export import undefined_symbols
+from ffigraph.linkers.c import CLinker
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+C_TESTS = os.path.join(HERE, "c")
+TOOLS = ("make", "cc", "gcc", "g++", "as", "ld", "rm")
+
+pytestmark = pytest.mark.skipif(any(shutil.which(t) is None for t in ("make", "gcc", "nm")),
+                                reason="exports are built with make and gcc, checked with nm; one is missing")
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def no_python_env(folder):
+    """An environment with make and the C toolchain on PATH, and no Python at all."""
+    bin_dir = os.path.join(str(folder), "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    for tool in TOOLS:
+        real = shutil.which(tool)
+        if real is not None and not os.path.exists(os.path.join(bin_dir, tool)):
+            os.symlink(os.path.realpath(real), os.path.join(bin_dir, tool))
+    env = {"PATH": bin_dir, "HOME": str(folder), "LANG": "C"}
+    assert shutil.which("python3", path=bin_dir) is None and shutil.which("python", path=bin_dir) is None
+    assert shutil.which("pypy3", path=bin_dir) is None
+    assert not any(k.startswith("PYTHON") for k in env)
+    return env
+
+
+def run(argv, cwd, env, check=True):
+    proc = subprocess.run(argv, cwd=str(cwd), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(argv), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
+    return proc
+
+
+_HEADER = re.compile(r"^(output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
+_DTYPES = {"float": "f", "int": "i", "uint": "u", "complex": "c"}
+
+
+def parse_printed(text):
+    """{(kind, name): array} from what the example prints (numbers written with %.17g)."""
+    found = {}
+    heads = list(_HEADER.finditer(text))
+    for k, head in enumerate(heads):
+        body = text[head.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)]
+        kind, name, base, bits, dims = head.groups()
+        shape = tuple(int(d) for d in dims.replace(",", " ").split())
+        if base == "bool":
+            values = [v == "True" for v in re.findall(r"True|False", body)]
+            dtype = np.bool_
+        else:
+            dtype = np.dtype("%s%d" % (_DTYPES[base], int(bits) // 8))
+            tokens = re.findall(r"[-+]?(?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)(?:[-+](?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)j)?",
+                                body)
+            values = [complex(t.replace("+-", "-")) if t.endswith("j") else float(t) for t in tokens]
+        found[(kind, name)] = np.array(values, dtype=dtype).reshape(shape)
+    return found
+
+
+def build_and_run(bundle, env, *args):
+    run(["make", "-s"], bundle.directory, env)
+    return run(["./example"] + list(args), bundle.directory, env)
+
+
+def seed_function(mode=None):
+    """The seed's example: a 3x4 matrix input; outputs x*2 and a column sum plus a shared vector."""
+    x = T.dmatrix("x")
+    s = ffigraph.shared(np.array([20.0, 23.0, 26.0, 29.0]), name="s")
+    return ffigraph.function([x], [x * 2, x.sum(axis=0) + s], name="seed", mode=mode)
+
+
+@pytest.fixture(scope="module")
+def seed(tmp_path_factory):
+    """The seed example exported, built with make in an environment without Python."""
+    root = tmp_path_factory.mktemp("seed")
+    f = seed_function()
+    bundle = f.export(str(root / "seed"))
+    env = no_python_env(root)
+    printed = build_and_run(bundle, env).stdout
+    return f, bundle, env, printed
+
+
+# ------------------------------------------------------------------ the seed example
+
+
+def test_seed_example_builds_and_runs_without_python(seed):
+    f, bundle, env, printed = seed
+    x = np.arange(12.0).reshape(3, 4)   # what main.c fills a (?, ?) input with: 0, 1, 2, ... in 3x4
+    twice, total = f(x)
+    got = parse_printed(printed)
+    names = [str(v) for v in f.maker.fgraph.outputs]
+    np.testing.assert_array_equal(got[("output", names[0])], twice)
+    np.testing.assert_array_equal(got[("output", names[1])], total)
+    np.testing.assert_array_equal(total, [32.0, 38.0, 44.0, 50.0])   # the numbers the seed text prints
+    np.testing.assert_array_equal(got[("shared", "s")], [20.0, 23.0, 26.0, 29.0])
+
+
+def test_seed_folder_holds_what_the_issue_lists(seed):
+    _, bundle, _, _ = seed
+    files = set(os.listdir(bundle.directory))
+    for name in ("libseed.so", "seed.h", "ffigraph_abi.h", "Makefile", "main.c", "s.npy", "README.md",
+                 "ffg_npy.h", "ffg_npy.c", "seed.c"):
+        assert name in files, name
+    np.testing.assert_array_equal(np.load(bundle.shared_files["s"]), [20.0, 23.0, 26.0, 29.0])
+    header = open(bundle.header).read()
+    assert 'extern "C"' in header
+    for row in ("0   x ", "0   s ", "initial value: s.npy", "float64  ndim 2, shape (?, ?)"):
+        assert row in header, row
+    readme = open(bundle.readme).read()
+    assert "seed_run" in readme and "Threads" in readme
+
+
+def test_library_has_no_python(seed):
+    _, bundle, _, _ = seed
+    ldd = subprocess.run(["ldd", bundle.library], stdout=subprocess.PIPE, universal_newlines=True).stdout
+    assert "libpython" not in ldd and "not found" not in ldd, ldd
+    undefined = undefined_symbols(bundle.library)
+    assert undefined, "nm found no undefined symbols at all; the check would prove nothing"
+    assert [s for s in undefined if s.startswith("Py") or s.startswith("_Py")] == []
+    source = open(bundle.source).read()
+    assert "Python.h" not in source and "numpy/" not in source
+
+
+def test_make_library_rebuilds_it(seed, tmp_path):
+    _, bundle, env, _ = seed
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle.directory, str(copy))
+    os.remove(str(copy / "libseed.so"))
+    run(["make", "-s", "library"], copy, env)
+    run(["make", "-s", "clean"], copy, env)
+    out = run(["make", "-s"], copy, env)
+    assert out.returncode == 0
+    printed = run([str(copy / "example")], tmp_path, env).stdout   # run from elsewhere: files found beside it
+    assert parse_printed(printed) and "1 run(s) succeeded" in printed
+
+
+def test_example_inputs_are_shipped_and_used(tmp_path):
+    f = seed_function()
+    x = np.array([[1.5, -2.0, 0.25, 7.0], [3.0, 1e300, -0.0, np.inf]])
+    bundle = f.export(str(tmp_path / "b"), example_inputs=[x])
+    assert os.path.basename(bundle.input_files["x"]) == "input_x.npy"
+    printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path)).stdout)
+    twice, total = f(x)
+    names = [str(v) for v in f.maker.fgraph.outputs]
+    np.testing.assert_array_equal(printed[("output", names[0])], twice)
+    np.testing.assert_array_equal(printed[("output", names[1])], total)
+
+
+def test_c_callable_linker_exports_and_says_where(tmp_path):
+    mode = Mode(linker=CLinker(c_callable=True))
+    f = seed_function(mode)
+    folder = f.fn.filename
+    assert folder == f.library_dir and os.path.isdir(folder)
+    assert os.path.isfile(os.path.join(folder, "libseed.so")) and os.path.isfile(os.path.join(folder, "s.npy"))
+    again = seed_function(mode)
+    assert again.fn.filename == folder   # the same graph and values: one folder, built once
+    mine = seed_function(Mode(linker=CLinker(c_callable=True, export_dir=str(tmp_path / "here"))))
+    assert mine.library_dir == str(tmp_path / "here")
+    printed = parse_printed(build_and_run(ffigraph.export.bundle.ExportBundle(mine.library_dir, _plan(mine)),
+                                          no_python_env(tmp_path)).stdout)
+    assert printed[("shared", "s")].tolist() == [20.0, 23.0, 26.0, 29.0]
+
+
+def _plan(f):
+    from ffigraph.export.bundle import make_plan
+
+    return make_plan(f)
+
+
+def test_library_dir_of_plain_functions():
+    x = T.dvector("x")
+    f = ffigraph.function([x], x + 1, mode=Mode(linker="c"))
+    assert os.path.isfile(os.path.join(f.library_dir, "lib.so"))
+    assert f.fn.filename == f.library_dir
+    assert ffigraph.function([x], x + 1, mode=Mode(linker="py")).library_dir is None
+
+
+# ------------------------------------------------------------------ shared state and training from C
+
+
+def test_training_step_100_runs_from_c_equals_python(tmp_path):
+    from logistic_regression import build, make_data
+
+    x, y = make_data()
+    train, _, w, b = build("c")
+    bundle = train.export(str(tmp_path / "train"), example_inputs=[x, y])
+    env = no_python_env(tmp_path)
+    saved = tmp_path / "after"
+    saved.mkdir()
+    out = build_and_run(bundle, env, "-n", "100", "-s", str(saved))
+    assert "100 run(s) succeeded" in out.stdout
+    for _ in range(100):
+        train(x, y)
+    w_c, b_c = np.load(str(saved / "w.npy")), np.load(str(saved / "b.npy"))
+    assert np.abs(w.get_value()).max() > 1e-3   # it did train
+    np.testing.assert_allclose(w_c, w.get_value(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(b_c, b.get_value(), rtol=1e-12, atol=1e-15)
+    printed = parse_printed(out.stdout)
+    np.testing.assert_allclose(printed[("shared", "w")], w.get_value(), rtol=1e-12, atol=1e-15)
+
+
+def test_updates_run_inside_the_handle(tmp_path):
+    a = ffigraph.shared(np.array([1.0, 2.0, 3.0]), name="a")
+    bvar = ffigraph.shared(np.array([10.0, 20.0, 30.0]), name="b")
+    n = ffigraph.shared(np.int64(0), name="n")
+    x = T.dvector("x")
+    f = ffigraph.function([x], [a, a * x], updates=[(a, bvar), (bvar, a + x), (n, n + 1)], name="swap")
+    bundle = f.export(str(tmp_path / "swap"), example_inputs=[np.array([0.5, -1.0, 4.0])])
+    saved = tmp_path / "after"
+    saved.mkdir()
+    printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path), "-n", "5", "-s", str(saved)).stdout)
+    for _ in range(5):
+        outs = f(np.array([0.5, -1.0, 4.0]))
+    np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[0]))], outs[0])
+    np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[1]))], outs[1])
+    for var in (a, bvar, n):
+        np.testing.assert_array_equal(np.load(str(saved / ("%s.npy" % var.name))), var.get_value())
+    assert n.get_value() == 5
+
+
+def test_example_reports_errors_through_the_error_record(tmp_path):
+    """main.c's default 0, 1, 2 fill does not fit this graph: the error comes back as data."""
+    a = ffigraph.shared(np.array([1.0, 2.0]), name="a")
+    x = T.dvector("x")
+    f = ffigraph.function([x], a + x, name="misfit")
+    bundle = f.export(str(tmp_path / "misfit"))
+    env = no_python_env(tmp_path)
+    run(["make", "-s"], bundle.directory, env)
+    proc = run(["./example"], bundle.directory, env, check=False)
+    assert proc.returncode == 1, proc
+    assert "misfit_run failed: error 2 at node" in proc.stderr
+
+
+# ------------------------------------------------------------------ C hosts: C++, threads, bad input
+
+
+def _compile_host(seed, tmp_path, source, compiler, extra=()):
+    _, bundle, _, _ = seed
+    exe = str(tmp_path / os.path.splitext(source)[0])
+    npy_obj = str(tmp_path / "ffg_npy.o")
+    run(["gcc", "-O2", "-c", "-I", bundle.directory, "-o", npy_obj, os.path.join(bundle.directory, "ffg_npy.c")],
+        tmp_path, os.environ)
+    flags = ["-std=c++11"] if compiler == "g++" else ["-std=c99"]
+    run([compiler, "-O1", "-g", "-Wall", "-Wextra", "-Werror"] + flags + ["-I", bundle.directory, "-o", exe,
+                                                                           os.path.join(C_TESTS, source), npy_obj,
+                                                                           "-L", bundle.directory, "-lseed",
+                                                                           "-Wl,-rpath," + bundle.directory]
+        + list(extra), tmp_path, os.environ)
+    return exe
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler (g++) on PATH")
+def test_cpp_host_includes_the_headers_and_links(seed, tmp_path):
+    exe = _compile_host(seed, tmp_path, "export_host.cpp", "g++")
+    out = run([exe, seed[1].directory], tmp_path, seed[2])
+    assert out.stdout.strip() == "ok"
+
+
+def test_two_threads_two_handles_from_c(seed, tmp_path):
+    exe = _compile_host(seed, tmp_path, "export_threads.c", "gcc", ["-pthread"])
+    out = run([exe], tmp_path, seed[2])
+    lines = out.stdout.strip().splitlines()
+    assert lines == ["thread 0: calls 3000, mismatches 0, errors 0", "thread 1: calls 3000, mismatches 0, errors 0"]
+
+
+def test_bad_input_from_c_gives_codes_and_messages(seed, tmp_path):
+    exe = _compile_host(seed, tmp_path, "export_bad_input.c", "gcc")
+    out = run([exe], tmp_path, seed[2], check=False)
+    assert out.returncode == 0, out.stdout + out.stderr   # a crash would be a negative status
+    assert "FAIL" not in out.stdout, out.stdout
+    assert out.stdout.count("\nok ") >= 35 and "failures 0" in out.stdout
+
+
+# ------------------------------------------------------------------ Python-side rules
+
+
+def test_export_refuses_a_folder_of_other_files(tmp_path):
+    f = seed_function()
+    (tmp_path / "mine.txt").write_text("keep me")
+    with pytest.raises(FileExistsError, match="not empty"):
+        f.export(str(tmp_path))
+    assert (tmp_path / "mine.txt").read_text() == "keep me"
+    target = tmp_path / "exp"
+    f.export(str(target))
+    f.export(str(target))   # an earlier export is replaced
+    assert sorted(os.listdir(str(tmp_path))) == ["exp", "mine.txt"]
+
+
+def test_export_checks_example_inputs():
+    f = seed_function()
+    with pytest.raises(ValueError, match="expected 1 values"):
+        f.export("/nonexistent/never-written", example_inputs=[])
+    with pytest.raises(TypeError, match="x"):
+        f.export("/nonexistent/never-written", example_inputs=[np.zeros(3)])
+
+
+def test_hostile_names_stay_inside_the_folder(tmp_path):
+    s = ffigraph.shared(np.array([1.0, 2.0]), name="../../etc/passwd")
+    t = ffigraph.shared(np.array([3.0, 4.0]), name='x; abort(); // "*/')
+    x = T.dvector('in"put')
+    f = ffigraph.function([x], x + s + t, name="../evil name")
+    bundle = f.export(str(tmp_path / "out"), example_inputs=[np.array([5.0, 6.0])])
+    assert bundle.name == "evil_name"
+    assert sorted(os.listdir(str(tmp_path))) == ["out"]
+    for path in list(bundle.shared_files.values()) + list(bundle.input_files.values()):
+        assert os.path.dirname(path) == bundle.directory
+    printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path)).stdout)
+    np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[0]))], [9.0, 12.0])
+    np.testing.assert_array_equal(printed[("shared", "../../etc/passwd")], [1.0, 2.0])
