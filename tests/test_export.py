@@ -330,3 +330,12 @@ def test_hostile_names_stay_inside_the_folder(tmp_path):
     printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path)).stdout)
     np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[0]))], [9.0, 12.0])
     np.testing.assert_array_equal(printed[("shared", "../../etc/passwd")], [1.0, 2.0])
+
+
+def test_export_needs_c_code_for_every_node(tmp_path):
+    z = T.tensor("complex128", shape=(None,), name="z")   # complex ops have no C code yet
+    f = ffigraph.function([z], z * 2, name="cplx")
+    with pytest.raises(NotImplementedError, match=r"C code for every node.*#0 Elemwise\{mul\}"):
+        f.export(str(tmp_path / "never"))
+    assert not os.path.exists(str(tmp_path / "never"))
+    assert os.listdir(str(tmp_path)) == []   # and no half-built folder beside it
