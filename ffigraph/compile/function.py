@@ -11,6 +11,8 @@ The pipeline, in order:
 """
 from __future__ import annotations
 
+import os
+
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import get_mode
 from ffigraph.compile.ops import deep_copy_op
@@ -438,8 +440,6 @@ def _library_dir(linker):
     compiled = getattr(linker, "compiled", None)
     if compiled is None:
         return None
-    import os
-
     return os.path.dirname(compiled.library.path)
 
 
