@@ -19,7 +19,7 @@ from ffigraph.abi import ABI_VERSION, HEADER_NAME, HEADER_PATH
 from ffigraph.export import handle_c, header_c, example_c, files_text
 from ffigraph.export.names import UniqueNames, c_identifier, file_stem
 from ffigraph.linkers.c.build import build_library, compiler_command
-from ffigraph.linkers.c.codegen import generate, node_has_c_code
+from ffigraph.linkers.c.linker import nodes_without_c_code, whole_graph_source
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
 NPY_FILES = ("ffg_npy.h", "ffg_npy.c")
@@ -66,8 +66,7 @@ class ExportBundle:
 
 
 def _check_c_code(fgraph):
-    order = fgraph.toposort()
-    missing = ["#%d %s" % (i, n) for i, n in enumerate(order) if not node_has_c_code(n)]
+    missing = nodes_without_c_code(fgraph)
     if missing:
         raise NotImplementedError("export needs C code for every node of the compiled graph; these have none: %s"
                                   % ", ".join(missing))
@@ -113,9 +112,7 @@ def make_plan(f, name=None, example_inputs=None):
     outputs = [SlotPlan(str(var), var.type, idents["out"]("out%d" % k)) for k, var in enumerate(fgraph.outputs[:n_out])]
     updates = [(t, str(var)) for t, var in zip(f._update_targets, fgraph.outputs[n_out:])]
 
-    from ffigraph.linkers.c.linker import _alias_slot, _graph_c_roles
-
-    graph = generate(fgraph, *_graph_c_roles(fgraph), [_alias_slot(v, list(fgraph.inputs)) for v in fgraph.outputs])
+    graph = whole_graph_source(fgraph)
     plan = ExportPlan(name, graph.prefix, inputs, shared, outputs, updates)
     plan.graph = graph
     return plan

@@ -250,6 +250,25 @@ FFG_EXPORT const char *%(N)s_shared_name(int32_t index)
     return (index >= 0 && index < %(m)d) ? ffg_input_slots[%(n_in)d + index].name : NULL;
 }
 
+/* Put src's value in dst (shape and strides re-pointed at dst's own arrays); dst's old block is freed. */
+static void %(N)s_replace(%(N)s_handle *h, %(N)s_stored *dst, const %(N)s_stored *src)
+{
+    ffg_release(h->allocator, dst->base);
+    *dst = *src;
+    dst->tensor.shape = dst->shape;
+    dst->tensor.strides = dst->strides;
+}
+
+/* 0 when index names a shared variable, else the error is set. */
+static int %(N)s_check_index(%(N)s_handle *h, int32_t index, const char *call)
+{
+    if (index >= 0 && index < %(m)d)
+        return 0;
+    ffg_set_error(&h->error, FFG_ERR_INDEX, -1, "%%s: index %%d is out of range (%(m)d shared variables)",
+                  call, (int)index);
+    return -1;
+}
+
 FFG_EXPORT int32_t %(N)s_set_shared(%(N)s_handle *h, int32_t index, const FfgTensor *value, FfgError *err)
 {
     %(N)s_stored fresh;
@@ -257,15 +276,9 @@ FFG_EXPORT int32_t %(N)s_set_shared(%(N)s_handle *h, int32_t index, const FfgTen
         return %(N)s_no_handle("%(N)s_set_shared", err);
     if (%(N)s_enter(h, "%(N)s_set_shared", err))
         return FFG_ERR_RUNTIME;
-    if (index < 0 || index >= %(m)d)
-        ffg_set_error(&h->error, FFG_ERR_INDEX, -1, "%(N)s_set_shared: index %%d is out of range (%(m)d shared "
-                      "variables)", (int)index);
-    else if (%(N)s_check_shared(h, index, value) == 0 && %(N)s_store_copy(h, &fresh, value) == 0) {
-        ffg_release(h->allocator, h->shared[index].base);
-        h->shared[index] = fresh;
-        h->shared[index].tensor.shape = h->shared[index].shape;
-        h->shared[index].tensor.strides = h->shared[index].strides;
-    }
+    if (%(N)s_check_index(h, index, "%(N)s_set_shared") == 0 && %(N)s_check_shared(h, index, value) == 0
+        && %(N)s_store_copy(h, &fresh, value) == 0)
+        %(N)s_replace(h, &h->shared[index], &fresh);
     return %(N)s_leave(h, err);
 }
 
@@ -275,16 +288,15 @@ FFG_EXPORT int32_t %(N)s_get_shared(%(N)s_handle *h, int32_t index, FfgTensor *v
         return %(N)s_no_handle("%(N)s_get_shared", err);
     if (%(N)s_enter(h, "%(N)s_get_shared", err))
         return FFG_ERR_RUNTIME;
-    if (index < 0 || index >= %(m)d)
-        ffg_set_error(&h->error, FFG_ERR_INDEX, -1, "%(N)s_get_shared: index %%d is out of range (%(m)d shared "
-                      "variables)", (int)index);
-    else if (view == NULL)
+    if (view == NULL)
         ffg_set_error(&h->error, FFG_ERR_ABI, -1, "%(N)s_get_shared: view is NULL");
-    else if (!h->shared[index].is_set)
-        ffg_set_error(&h->error, FFG_ERR_VALUE, -1, "%(N)s_get_shared: shared variable %%s has no value yet",
-                      %(N)s_shared_name(index));
-    else
-        *view = h->shared[index].tensor;
+    else if (%(N)s_check_index(h, index, "%(N)s_get_shared") == 0) {
+        if (h->shared[index].is_set)
+            *view = h->shared[index].tensor;
+        else
+            ffg_set_error(&h->error, FFG_ERR_VALUE, -1, "%(N)s_get_shared: shared variable %%s has no value yet",
+                          %(N)s_shared_name(index));
+    }
     return %(N)s_leave(h, err);
 }
 
@@ -346,13 +358,8 @@ static int %(N)s_finish(%(N)s_handle *h)
             goto fail;
         }
     }
-    for (k = 0; k < %(u)d; ++k) {   /* commit: nothing below can fail */
-        %(N)s_stored *target = &h->shared[%(N)s_update_target[k]];
-        ffg_release(h->allocator, target->base);
-        *target = h->pending[k];
-        target->tensor.shape = target->shape;
-        target->tensor.strides = target->strides;
-    }
+    for (k = 0; k < %(u)d; ++k)   /* commit: nothing below can fail */
+        %(N)s_replace(h, &h->shared[%(N)s_update_target[k]], &h->pending[k]);
     return 0;
 fail:
     while (staged-- > 0)

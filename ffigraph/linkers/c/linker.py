@@ -117,6 +117,18 @@ def _graph_c_roles(fgraph):
     return input_roles, output_roles
 
 
+def whole_graph_source(fgraph):
+    """The generated source of ``fgraph`` as one library: shared and update slots marked, and each
+    output told which input it may view (what CLinker builds, and what an export extends)."""
+    inputs = list(fgraph.inputs)
+    return generate(fgraph, *_graph_c_roles(fgraph), [_alias_slot(v, inputs) for v in fgraph.outputs])
+
+
+def nodes_without_c_code(fgraph):
+    """"#i node" for each node of ``fgraph`` (in execution order) that has no C code."""
+    return ["#%d %s" % (i, n) for i, n in enumerate(fgraph.toposort()) if not node_has_c_code(n)]
+
+
 class CLinker(Linker):
     """One C translation unit, one library, one call for the whole graph.
 
@@ -140,11 +152,10 @@ class CLinker(Linker):
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph
         order = fgraph.toposort()
-        missing = [n for n in order if not node_has_c_code(n)]
+        missing = nodes_without_c_code(fgraph)
         if missing:
             raise NotImplementedError("CLinker needs C code for every node; these have none: %s "
-                                      "(use linker='c|py' or 'cvm' to run them in Python)"
-                                      % ", ".join("#%d %s" % (order.index(n), n) for n in missing))
+                                      "(use linker='c|py' or 'cvm' to run them in Python)" % ", ".join(missing))
         compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler)
         self.compiled = compiled
         self.direct_call = compiled.call   # Function calls this directly, skipping the cells
