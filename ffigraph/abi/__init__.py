@@ -50,7 +50,7 @@ MAX_NDIM = _const("FFG_MAX_NDIM")
 DEVICE_CPU = _const("FFG_DEVICE_CPU")
 DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
 
-ENTRY_POINTS = ("version", "describe", "create", "run", "destroy")
+ENTRY_POINTS = ("version", "describe", "create", "run", "destroy", "set_allocator")
 
 
 def declare_entry_points(prefix: str) -> None:
@@ -93,6 +93,12 @@ def dtype_from_code(code, bits):
     return np.dtype("%s%d" % (kind, bits // 8))
 
 
+class CudaError(RuntimeError):
+    """A CUDA runtime call failed inside a compiled graph; ``cuda_code`` is its cudaError_t."""
+
+    cuda_code = None
+
+
 def error_codes():
     """{code: (name, Python exception class)} for the FFG_ERR_* codes."""
     return {
@@ -102,4 +108,5 @@ def error_codes():
         _const("FFG_ERR_NOMEM"): ("memory", MemoryError),
         _const("FFG_ERR_ABI"): ("abi", RuntimeError),
         _const("FFG_ERR_RUNTIME"): ("runtime", RuntimeError),
+        _const("FFG_ERR_CUDA"): ("cuda", CudaError),
     }

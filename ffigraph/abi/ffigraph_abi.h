@@ -10,6 +10,10 @@
  *   void                 *P_create(const FfgAllocator *, FfgError *);
  *   int32_t               P_run(void *state, inputs, n_inputs, outputs, n_outputs, FfgError *);
  *   void                  P_destroy(void *state);
+ * and, since 1.1:
+ *   int32_t               P_set_allocator(void *state, int32_t device_type, const FfgAllocator *);
+ *                         where memory on another device (FFG_DEVICE_CUDA) comes from; NULL, or
+ *                         never called, means the device's own (cudaMalloc/cudaFree).
  *
  * Life cycle (as in SQLite):
  *   1. check P_version() == FFG_ABI_VERSION and the layout in P_describe();
@@ -17,6 +21,9 @@
  *   3. P_run(state, ...) any number of times; 0 is success, otherwise an FFG_ERR_* code
  *      and err holds the message, the node and the input that failed;
  *   4. P_destroy(state); P_destroy(NULL) is harmless; using state afterwards is a caller error.
+ *
+ * Output blocks on the CPU are released with P_create's allocator; blocks on CUDA with the one
+ * given to P_set_allocator for FFG_DEVICE_CUDA (cudaFree when none was given).
  *
  * Versioning: FFG_ABI_VERSION = major * 1000 + minor. A new major means a struct
  * or signature changed: hosts must refuse it. A new minor only appends fields at
@@ -38,7 +45,7 @@ extern "C" {
 
 /* ffigraph-cdef-begin */
 
-#define FFG_ABI_VERSION 1000
+#define FFG_ABI_VERSION 1001
 #define FFG_MAX_NDIM 32
 #define FFG_ERROR_MESSAGE_SIZE 512
 
@@ -61,6 +68,8 @@ extern "C" {
 #define FFG_ERR_NOMEM 4      /* an allocation failed */
 #define FFG_ERR_ABI 5        /* slot counts or struct layout do not match */
 #define FFG_ERR_RUNTIME 6    /* an op failed for another reason */
+#define FFG_ERR_CUDA 7       /* a CUDA runtime call failed: FfgError.reserved holds its cudaError_t,
+                                the message CUDA's own name and string (since 1.1) */
 
 /* Slot roles in FfgDescription. */
 #define FFG_ROLE_INPUT 0
@@ -133,7 +142,7 @@ typedef struct FfgError {
     int32_t code;             /* FFG_OK or FFG_ERR_* */
     int32_t node;             /* index of the failing node in execution order, or -1 */
     int32_t input;            /* index of the input slot at fault, or -1 */
-    int32_t reserved;
+    int32_t reserved;         /* FFG_ERR_CUDA: the cudaError_t; otherwise 0 */
     char message[512];        /* FFG_ERROR_MESSAGE_SIZE */
 } FfgError;
 
@@ -164,6 +173,7 @@ typedef void *ffg_create_fn(const FfgAllocator *allocator, FfgError *err);
 typedef int32_t ffg_run_fn(void *state, const FfgTensor *inputs, int32_t n_inputs,
                            FfgOutput *outputs, int32_t n_outputs, FfgError *err);
 typedef void ffg_destroy_fn(void *state);
+typedef int32_t ffg_set_allocator_fn(void *state, int32_t device_type, const FfgAllocator *allocator);
 
 /* ffigraph-cdef-end */
 

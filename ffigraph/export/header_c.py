@@ -67,6 +67,7 @@ FFG_EXPORT ffg_describe_fn %(P)s_describe;
 FFG_EXPORT ffg_create_fn %(P)s_create;
 FFG_EXPORT ffg_run_fn %(P)s_run;
 FFG_EXPORT ffg_destroy_fn %(P)s_destroy;
+FFG_EXPORT ffg_set_allocator_fn %(P)s_set_allocator;
 
 #ifdef __cplusplus
 }

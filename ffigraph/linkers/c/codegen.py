@@ -198,7 +198,8 @@ class _Generator:
 
     def _sub(self, fail_label, node_index, where, **extra):
         fail = "{ ffg_mark_failure(err, %d, %s); goto %s; }" % (node_index, _c_string(where), fail_label)
-        sub = dict(fail=fail, err="err", allocator="state->allocator", struct="state", node_index=node_index)
+        sub = dict(fail=fail, err="err", allocator="state->allocator", device_allocator="state->device_allocator",
+                   struct="state", node_index=node_index)
         sub.update(extra)
         return sub
 
@@ -361,6 +362,8 @@ typedef struct %(P)s_frame {
 typedef struct %(P)s_state {
     const FfgAllocator *allocator;    /* NULL: malloc/free */
     FfgAllocator allocator_copy;
+    const FfgAllocator *device_allocator;   /* CUDA memory; NULL: cudaMalloc/cudaFree */
+    FfgAllocator device_allocator_copy;
     int64_t out_shape[%(n_out_alloc)d][FFG_MAX_NDIM];
     int64_t out_strides[%(n_out_alloc)d][FFG_MAX_NDIM];
     %(P)s_frame frame;
@@ -404,6 +407,22 @@ FFG_EXPORT void %(P)s_destroy(void *state_)
         allocator->release(allocator->ctx, state);
     else
         free(state);
+}
+
+FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator)
+{
+    %(P)s_state *state = (%(P)s_state *)state_;
+    if (state == NULL || device_type != FFG_DEVICE_CUDA)
+        return FFG_ERR_ABI;   /* the CPU allocator is P_create's */
+    if (allocator != NULL && (allocator->alloc == NULL || allocator->release == NULL))
+        return FFG_ERR_ABI;
+    if (allocator == NULL) {
+        state->device_allocator = NULL;
+    } else {
+        state->device_allocator_copy = *allocator;
+        state->device_allocator = &state->device_allocator_copy;
+    }
+    return FFG_OK;
 }
 
 FFG_EXPORT void *%(P)s_create(const FfgAllocator *allocator, FfgError *err)

@@ -28,6 +28,7 @@ class LoadedLibrary:
         self.create = getattr(self.lib, prefix + "_create")
         self.run = getattr(self.lib, prefix + "_run")
         self.destroy = getattr(self.lib, prefix + "_destroy")
+        self.set_allocator = getattr(self.lib, prefix + "_set_allocator")
         self._check_abi()
 
     def _check_abi(self):

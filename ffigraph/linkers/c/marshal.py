@@ -171,8 +171,18 @@ class CallBlock:
     def error(self):
         """(exception class, message, node index, input index) from the error record."""
         err = self.err
-        cls = error_codes().get(err.code, ("runtime", RuntimeError))[1]
-        return cls, ffi.string(err.message).decode("utf-8", "replace"), err.node, err.input
+        name, cls = error_codes().get(err.code, ("runtime", RuntimeError))
+        message = ffi.string(err.message).decode("utf-8", "replace")
+        if name == "cuda":
+            cls = _cuda_error_class(err.reserved)
+        return cls, message, err.node, err.input
+
+
+def _cuda_error_class(cuda_code):
+    """A CudaError subclass carrying CUDA's error number (raised like the other classes)."""
+    from ffigraph.abi import CudaError
+
+    return type("CudaError", (CudaError,), {"cuda_code": int(cuda_code), "__module__": "ffigraph.abi"})
 
 
 def _size(shape):

@@ -151,8 +151,9 @@ static const char *ffg_dtype_name(int code, int bits, char *buf, size_t size)
 }
 
 /* Read an input slot into an array local, checking what the type promises. */
-static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
-                       int code, int bits, int ndim, const int64_t *static_shape, FfgError *err)
+static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
+                          int32_t device_type, int code, int bits, int ndim, const int64_t *static_shape,
+                          FfgError *err)
 {
     int d;
     int64_t stride = 1;
@@ -161,9 +162,9 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
     a->offered = NULL;
     a->in_offered = 0;
     if (check) {
-        if (t->device.device_type != FFG_DEVICE_CPU) {
-            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a CPU array, got device type %d",
-                          name, (int)t->device.device_type);
+        if (t->device.device_type != device_type) {
+            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a%s array, got device type %d",
+                          name, device_type == FFG_DEVICE_CUDA ? " CUDA" : " CPU", (int)t->device.device_type);
             return -1;
         }
         if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {
@@ -213,9 +214,15 @@ static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const cha
     return 0;
 }
 
-/* Hand an array local to an output slot; the host takes over its block. */
-static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim,
-                        int64_t *shape_store, int64_t *strides_store, int32_t alias_of)
+static int ffg_extract(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
+                       int code, int bits, int ndim, const int64_t *static_shape, FfgError *err)
+{
+    return ffg_extract_on(a, t, slot, name, check, FFG_DEVICE_CPU, code, bits, ndim, static_shape, err);
+}
+
+/* Hand an array local (its memory on device_type) to an output slot; the host takes over its block. */
+static void ffg_publish_on(FfgOutput *o, ffg_array *a, int32_t device_type, int code, int bits, int ndim,
+                           int64_t *shape_store, int64_t *strides_store, int32_t alias_of)
 {
     int d;
     for (d = 0; d < ndim; ++d) {
@@ -223,7 +230,7 @@ static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim
         strides_store[d] = a->strides[d];
     }
     o->tensor.data = a->data;
-    o->tensor.device.device_type = FFG_DEVICE_CPU;
+    o->tensor.device.device_type = device_type;
     o->tensor.device.device_id = 0;
     o->tensor.ndim = ndim;
     o->tensor.dtype.code = (uint8_t)code;
@@ -235,6 +242,12 @@ static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim
     o->base = a->owned;
     o->alias_of = a->in_offered ? FFG_OUT_HOST_BUFFER : (a->owned ? FFG_OUT_OWNED : alias_of);
     a->owned = NULL;
+}
+
+static void ffg_publish(FfgOutput *o, ffg_array *a, int code, int bits, int ndim,
+                        int64_t *shape_store, int64_t *strides_store, int32_t alias_of)
+{
+    ffg_publish_on(o, a, FFG_DEVICE_CPU, code, bits, ndim, shape_store, strides_store, alias_of);
 }
 
 /* Before the nodes run: let an output's allocation use the block the host offers. */
