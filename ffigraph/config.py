@@ -70,6 +70,12 @@ _SPEC = {
     "linker": (lambda: "cvm", _non_empty_str, "linker of the default mode (cvm: C where possible)"),
     "mode": (lambda: "FAST_RUN", _non_empty_str, "name of the mode used when function() gets none"),
     "optimizer": (lambda: "fast_run", _non_empty_str, "rewrite query of the default mode"),
+    "device": (lambda: "cpu", _one_of("cpu", "cuda"),
+               "where the default mode computes: cuda moves supported nodes to the GPU"),
+    "nvcc": (lambda: "", str, "the nvcc command (empty: $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda)"),
+    "cuda_arch": (lambda: "auto", _non_empty_str,
+                  "GPU architectures to build for: auto (the device's own, else sm_80,sm_90 + PTX) "
+                  "or a list like sm_90"),
 }
 
 

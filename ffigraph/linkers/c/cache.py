@@ -32,7 +32,7 @@ from filelock import FileLock
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
-from ffigraph.linkers.c.build import build_library, compiler_command
+from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text
 
 META_NAME = "meta.json"
 LIB_NAME = "lib.so"
@@ -129,6 +129,11 @@ def cache_key(source, requirements, compiler=None):
     head, libs = compiler_command(requirements, cc)
     parts = ["abi=%d" % ABI_VERSION, "compiler=" + compiler_identity(cc), "flags=" + " ".join(head[1:]),
              "libs=" + " ".join(libs), "source=" + hashlib.sha256(source.encode()).hexdigest()]
+    cuda_text = cuda_source_text(requirements)
+    if cuda_text is not None:  # nvcc's release and the target architectures decide the binary too
+        cuda = requirements["cuda"]
+        parts += ["nvcc=" + cuda["nvcc_version"], "nvcc_flags=" + " ".join(cuda["nvcc_flags"]),
+                  "cudart=" + cuda["cudart_dir"], "cuda_source=" + hashlib.sha256(cuda_text.encode()).hexdigest()]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 

@@ -62,7 +62,8 @@ def node_has_c_code(node):
         return False
     names = ["probe_in%d" % i for i in range(len(node.inputs))]
     outs = ["probe_out%d" % i for i in range(len(node.outputs))]
-    sub = dict(fail="goto probe;", err="err", allocator="allocator", struct="state", node_index=0)
+    sub = dict(fail="goto probe;", err="err", allocator="allocator", device_allocator="device_allocator",
+               struct="state", node_index=0)
     try:
         node.op.c_code(node, "probe", names, outs, sub)
     except (MethodNotDefined, NotImplementedError):
@@ -136,7 +137,7 @@ class _Generator:
         self.init_code = []        # statements run by create
         self.struct_cleanup = []
         self.requirements = dict(headers=[], header_dirs=[], libraries=[], lib_dirs=[],
-                                 compile_args=[], no_compile_args=[])
+                                 compile_args=[], no_compile_args=[], cuda_sources=[])
         self.cacheable = True
 
     # ---- collecting what objects ask for
@@ -181,6 +182,12 @@ class _Generator:
             if var not in seen:
                 raise ValueError("output %s is neither computed nor an input; it must be copied first" % var)
         node_functions, calls = self._nodes()
+        if self.requirements["cuda_sources"]:
+            from ffigraph.cuda.prelude import CUDA_PRELUDE
+            from ffigraph.cuda.toolchain import cuda_requirements
+
+            self.requirements["cuda_sources"].insert(0, CUDA_PRELUDE)
+            self.requirements["cuda"] = cuda_requirements()
         first_cleanup = cleanups[-1][0] if cleanups else "__label_end"
         body = "\n".join(setups) + "\n" + self._offers(seen) + calls + "\n" + self._syncs(first_cleanup) + "\n" \
             + "\n".join(code for _, code in reversed(cleanups)) + "\n__label_end:;"
@@ -289,6 +296,8 @@ class _Generator:
         if context is not None:
             sub["context"] = context
         self._add_unique(self.globals, [_optional(op, "c_support_code_apply", node, nname)])
+        # GPU nodes: their launchers and kernels, compiled by nvcc into the same library
+        self._add_unique(self.requirements["cuda_sources"], [_optional(op, "c_cuda_source_apply", node, nname)])
         self._add_unique(self.init_code, [_optional(op, "c_init_code_apply", node, nname)])
         member = _optional(op, "c_support_code_struct", node, nname)
         if member:

@@ -15,7 +15,7 @@ from ffigraph.linkers.c.load import library_for
 import numpy as np
 
 from ffigraph.linkers.c.interface import CType
-from ffigraph.linkers.c.marshal import CallBlock, as_host_array
+from ffigraph.linkers.c.marshal import CallBlock, DeviceView, as_host_array
 
 ndarray = np.ndarray
 
@@ -74,6 +74,7 @@ class CompiledGraph:
         """The call: values in, output values out (or an exception from the error record)."""
         block = self.block
         set_input, offer, get_output = block.set_input, block.offer_outputs, block.get_output
+        set_device_input = block.set_device_input
         run, state = self.library.run, self.state
         tensors, n_in, outputs, n_out, err = block.inputs, block.n_inputs, block.outputs, block.n_outputs, block.err
         to_c, from_c = self.to_c, self.from_c
@@ -86,6 +87,10 @@ class CompiledGraph:
                 conv = to_c[i]
                 if conv is not None:
                     value = conv(value)
+                    if value.__class__ is DeviceView:
+                        set_device_input(i, value)
+                        i += 1
+                        continue
                 set_input(i, value if value.__class__ is ndarray else as_host_array(value))
                 i += 1
             offer()

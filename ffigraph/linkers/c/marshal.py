@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.abi import DEVICE_CPU, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
+from ffigraph.abi import DEVICE_CPU, DEVICE_CUDA, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
 
 _NULL = ffi.NULL
 _HOST_BUFFER = -2
@@ -55,6 +55,46 @@ def _data_pointer(arr):
         return ffi.cast("void *", arr.__array_interface__["data"][0])
 
 
+class DeviceView:
+    """What the ABI needs of one device array (made by ``ffigraph.cuda.marshal``); ``owner`` keeps its
+    memory alive."""
+
+    __slots__ = ("address", "shape", "strides", "dtype", "device_id", "owner", "readonly")
+
+    def __init__(self, address, shape, strides, dtype, device_id=0, owner=None, readonly=False):
+        self.address = int(address)
+        self.shape = tuple(int(s) for s in shape)
+        self.strides = None if strides is None else tuple(int(s) for s in strides)
+        self.dtype = np.dtype(dtype)
+        self.device_id = int(device_id)
+        self.owner = owner
+        self.readonly = bool(readonly)
+
+    def element_strides(self):
+        """Strides in elements (C order when none were given)."""
+        if self.strides is not None:
+            return self.strides
+        out, s = [], 1
+        for n in reversed(self.shape):
+            out.append(s)
+            s *= n
+        return tuple(reversed(out))
+
+    def __repr__(self):
+        return "DeviceView(0x%x, shape=%s, strides=%s, %s, device %d)" % (
+            self.address, self.shape, self.strides, self.dtype, self.device_id)
+
+
+class DeviceBlock:
+    """A device output as read from its slot; the output's type wraps it (GPUArray or DeviceArray)."""
+
+    __slots__ = ("address", "shape", "strides", "dtype", "device_id", "keep")
+
+    def __init__(self, address, shape, strides, dtype, device_id, keep):
+        self.address, self.shape, self.strides = address, shape, strides
+        self.dtype, self.device_id, self.keep = dtype, device_id, keep
+
+
 class _OutputArray:
     """Exposes a C block (or a view into an input) to numpy; numpy keeps it as the base."""
 
@@ -84,6 +124,7 @@ class CallBlock:
         self.out_tensors = [o.tensor for o in self.out_slots]
         self.keep = [None] * n_inputs   # the arrays the input slots point at
         self.described = [None] * n_inputs  # (shape, strides, dtype) last written into each slot
+        self.device_release = None   # how an owned CUDA output is freed (None: cudaFree)
         self.data_refs = [None] * n_inputs
         for i in range(n_inputs):
             t = self.inputs[i]
@@ -119,6 +160,28 @@ class CallBlock:
         self.data_refs[i] = (src, ref)
         self.described[i] = (shape, strides, dtype) if src is arr else None
 
+    def set_device_input(self, i, view):
+        """Point slot i at a device array (a ``ffigraph.cuda.marshal.DeviceView``), strides as they are."""
+        shape = view.shape
+        ndim = len(shape)
+        if ndim > MAX_NDIM:
+            raise ValueError("arrays of more than %d dimensions cannot cross the ABI" % MAX_NDIM)
+        t = self.inputs[i]
+        t.data = ffi.cast("void *", view.address)
+        t.device.device_type = DEVICE_CUDA
+        t.device.device_id = view.device_id
+        t.ndim = ndim
+        code, bits = _code_of(view.dtype)
+        t.dtype.code = code
+        t.dtype.bits = bits
+        tshape, tstrides = t.shape, t.strides
+        for d, s in enumerate(view.element_strides()):
+            tshape[d] = shape[d]
+            tstrides[d] = s
+        self.keep[i] = view.owner
+        self.data_refs[i] = (view, None)
+        self.described[i] = None
+
     def offer_outputs(self):
         """Offer each output a fresh numpy array shaped like its previous result."""
         for k, o in enumerate(self.out_slots):
@@ -147,6 +210,8 @@ class CallBlock:
             self.out_last_shape[k] = shape
             return buf
         dtype = dtype_from_code(t.dtype.code, t.dtype.bits)
+        if t.device.device_type == DEVICE_CUDA:
+            return self._device_output(k, o, t, shape, dtype)
         itemsize = dtype.itemsize
         strides = tuple([s * itemsize for s in ffi.unpack(t.strides, t.ndim)]) if t.ndim else ()
         address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
@@ -160,6 +225,20 @@ class CallBlock:
         interface = {"data": (address, False), "shape": shape, "strides": strides,
                      "typestr": dtype.str, "version": 3}
         return np.asarray(_OutputArray(interface, keep))
+
+    def _device_output(self, k, o, t, shape, dtype):
+        """A device result, as a DeviceBlock (the output type wraps it: GPUArray or DeviceArray)."""
+        from ffigraph.cuda import runtime   # only reached by graphs with CUDA outputs
+
+        strides = tuple(ffi.unpack(t.strides, t.ndim)) if t.ndim else ()
+        address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
+        if o.base != _NULL:
+            keep = ffi.gc(o.base, self.device_release or runtime.free_block)
+        elif o.alias_of >= 0:
+            keep = self.data_refs[o.alias_of][0]
+        else:
+            raise RuntimeError("device output %d came back with neither its own memory nor an input to view" % k)
+        return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
 
     def release_inputs(self):
         """Forget every input (after a failure, or when asked not to hold references)."""

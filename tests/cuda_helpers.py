@@ -1,0 +1,128 @@
+"""Test helpers for the CUDA tiers: building launchers on their own, reading cubin architectures.
+
+Tiers (see conftest.py):
+  always     code generation, marshaling, layout: no toolkit needed;
+  nvcc       ``needs_nvcc``: compiles and loads libraries; with no GPU, calls must fail with
+             CUDA's own "no driver"/"no device" error through the error record;
+  gpu        ``@pytest.mark.gpu``: results on a real device (skipped here, with the reason).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import subprocess
+import tempfile
+
+import pytest
+
+from ffigraph.abi import HEADER_PATH, ffi
+from ffigraph.cuda import toolchain
+from ffigraph.cuda.prelude import CUDA_PRELUDE, LAUNCHER_PARAMS
+
+NVCC = toolchain.find_nvcc()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (set CUDA_HOME or put nvcc on PATH)")
+
+EM_CUDA = 190
+# CUDA errors a GPU-less machine gives: insufficient driver (35), no device (100)
+NO_GPU_CUDA_ERRORS = {35: "cudaErrorInsufficientDriver", 100: "cudaErrorNoDevice"}
+
+_built = {}
+
+
+def build_launchers(launchers, archs=("sm_90",), tag="t"):
+    """Compile ``launchers`` ({symbol: .cu text}) with the prelude into one shared library, exported.
+
+    Returns (cffi lib, path). Each symbol is declared with the launcher signature.
+    """
+    text = CUDA_PRELUDE + "\n\n" + "\n\n".join(launchers.values())
+    digest = hashlib.sha256((text + repr(archs)).encode()).hexdigest()[:16]
+    if digest in _built:
+        return _built[digest]
+    folder = tempfile.mkdtemp(prefix="ffg-cu-%s-" % tag)
+    cu = os.path.join(folder, "k.cu")
+    lib_path = os.path.join(folder, "libk.so")
+    with open(cu, "w") as fh:
+        fh.write(text)
+    cmd = [NVCC, "-shared", "-O2", "-std=c++14", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "shared",
+           "-DFFG_CU_EXPORT_LAUNCHERS", "-I" + os.path.dirname(HEADER_PATH)]
+    for a in archs:
+        num = a.split("_")[1]
+        cmd += ["-gencode", "arch=compute_%s,code=%s" % (num, a)]
+    cmd += ["-o", lib_path, cu]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+    if proc.returncode != 0:
+        raise AssertionError("nvcc failed on %s:\n%s" % (cu, proc.stdout[-6000:]))
+    for symbol in launchers:
+        try:
+            ffi.cdef("int32_t %s(%s);" % (symbol, LAUNCHER_PARAMS))
+        except Exception:   # declared by an earlier build of the same launcher
+            pass
+    lib = ffi.dlopen(lib_path)
+    _built[digest] = (lib, lib_path)
+    return lib, lib_path
+
+
+def cubin_archs(path):
+    """The SM numbers of every CUDA ELF (cubin) embedded in a file (a .so, .o or .cubin)."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    archs = set()
+    start = data.find(b"\x7fELF")
+    while start >= 0:
+        if len(data) >= start + 52 and data[start + 4] == 2:   # ELFCLASS64
+            machine = struct.unpack_from("<H", data, start + 18)[0]
+            if machine == EM_CUDA:
+                flags = struct.unpack_from("<I", data, start + 48)[0]
+                archs.add((flags >> 8) & 0xFF)
+        start = data.find(b"\x7fELF", start + 1)
+    return archs
+
+
+def undefined_python_symbols(path):
+    out = subprocess.run(["nm", "-D", "--undefined-only", path], stdout=subprocess.PIPE,
+                         universal_newlines=True).stdout
+    return [ln.split()[-1] for ln in out.splitlines() if ln.split() and ln.split()[-1].lstrip("_").startswith("Py")]
+
+
+class Slots:
+    """ABI tensors for calling a launcher by hand: inputs described from numpy arrays or raw pointers."""
+
+    def __init__(self, n_inputs, n_outputs):
+        self.inputs = ffi.new("FfgTensor[]", max(n_inputs, 1))
+        self.outputs = ffi.new("FfgTensor[]", max(n_outputs, 1))
+        self.owned = ffi.new("void *[]", max(n_outputs, 1))
+        self.err = ffi.new("FfgError *")
+        self.keep = []
+        for k in range(n_outputs):
+            shape = ffi.new("int64_t[]", 32)
+            strides = ffi.new("int64_t[]", 32)
+            self.keep += [shape, strides]
+            self.outputs[k].shape = shape
+            self.outputs[k].strides = strides
+        self.n_inputs, self.n_outputs = n_inputs, n_outputs
+
+    def set(self, i, shape, dtype_code, bits, device_type=2, data=0x1000, strides=None):
+        t = self.inputs[i]
+        t.data = ffi.cast("void *", data)
+        t.device.device_type = device_type
+        t.device.device_id = 0
+        t.ndim = len(shape)
+        t.dtype.code, t.dtype.bits, t.dtype.lanes = dtype_code, bits, 1
+        sh = ffi.new("int64_t[]", list(shape) or [0])
+        self.keep.append(sh)
+        t.shape = sh
+        if strides is None:
+            t.strides = ffi.NULL
+        else:
+            st = ffi.new("int64_t[]", list(strides) or [0])
+            self.keep.append(st)
+            t.strides = st
+        t.byte_offset = 0
+
+    def call(self, fn):
+        self.err.code = 0
+        self.err.reserved = 0
+        self.err.message[0] = b"\0"
+        rc = fn(self.inputs, self.n_inputs, self.outputs, self.owned, self.n_outputs, ffi.NULL, ffi.NULL, self.err)
+        return rc, self.err.reserved, ffi.string(self.err.message).decode()
