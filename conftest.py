@@ -20,3 +20,25 @@ def mode(request):
     from ffigraph.compile.mode import Mode
 
     return Mode(linker=request.param, optimizer=None)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a working CUDA GPU (skipped elsewhere, with the reason)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Skip @pytest.mark.gpu tests unless a GPU can run work, saying why in CUDA's own words."""
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    try:
+        from ffigraph.cuda.runtime import gpu_status
+
+        ok, reason = gpu_status()
+    except Exception as err:  # the toolkit is missing or broken: that is the reason
+        ok, reason = False, "%s: %s" % (type(err).__name__, err)
+    if ok:
+        return
+    skip = pytest.mark.skip(reason="GPU tier skipped, no usable GPU: %s" % reason)
+    for item in gpu_items:
+        item.add_marker(skip)

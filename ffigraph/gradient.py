@@ -268,6 +268,12 @@ def _fit_to(g, var, node):
     """Check a gradient term against its variable and give it the variable's dtype."""
     from ffigraph.tensor.basic import as_tensor_variable, cast
 
+    if getattr(getattr(g, "type", None), "device", "cpu") != "cpu":
+        # a device gradient (through a transfer) must already match: there is no implicit cast on the GPU
+        if (g.type.dtype, g.type.ndim) != (var.type.dtype, var.type.ndim):
+            raise TypeError("grad: %s returned a %s gradient for its input %s of type %s"
+                            % (node.op, g.type, var, var.type))
+        return g
     g = as_tensor_variable(g)
     if g.ndim != var.type.ndim:
         raise ValueError("grad: %s returned a gradient with %d dimensions for its input %s, which has %d"

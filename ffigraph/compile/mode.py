@@ -46,13 +46,18 @@ class Mode:
     ``'None'`` for no rewrites, or a callable applied to the FunctionGraph.
     """
 
-    def __init__(self, linker=None, optimizer="default", include=(), exclude=(), require=()):
+    def __init__(self, linker=None, optimizer="default", include=(), exclude=(), require=(), device=None):
         self.linker_spec = linker
         self._linker = _make_linker(linker)
         if optimizer == "default":
             optimizer = config.optimizer
         self.optimizer = optimizer
+        self.device = config.device if device is None else device
+        if self.device not in ("cpu", "cuda"):
+            raise ValueError("Mode(device=...) must be 'cpu' or 'cuda', got %r" % (self.device,))
         self.include, self.exclude, self.require = tuple(include), tuple(exclude), tuple(require)
+        if self.device == "cuda" and "gpu" not in self.include:
+            self.include += ("gpu",)   # the GPU rewrite moves supported nodes to the device
 
     @property
     def linker(self):
@@ -66,7 +71,8 @@ class Mode:
 
     def _clone(self, **changes):
         kw = dict(linker=self.linker_spec if self.linker_spec is not None else self._linker,
-                  optimizer=self.optimizer, include=self.include, exclude=self.exclude, require=self.require)
+                  optimizer=self.optimizer, include=self.include, exclude=self.exclude, require=self.require,
+                  device=self.device)
         kw.update(changes)
         return Mode(**kw)
 
@@ -101,7 +107,8 @@ class Mode:
         return fgraph
 
     def __str__(self):
-        return "Mode(linker=%s, optimizer=%s)" % (getattr(self._linker, "name", self._linker), self.optimizer)
+        device = ", device=cuda" if self.device == "cuda" else ""
+        return "Mode(linker=%s, optimizer=%s%s)" % (getattr(self._linker, "name", self._linker), self.optimizer, device)
 
     __repr__ = __str__
 

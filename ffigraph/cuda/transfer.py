@@ -56,6 +56,8 @@ class GpuFromHost(GpuKernelOp):
     def make_node(self, x):
         from ffigraph.tensor.basic import as_tensor_variable
 
+        if isinstance(getattr(x, "type", None), GpuArrayType):
+            raise TypeError("gpu_from_host takes a host tensor, got %s, already on the GPU" % (x,))
         x = as_tensor_variable(x)
         if not isinstance(x.type, TensorType):
             raise TypeError("gpu_from_host takes a host tensor, got %s (%s)" % (x, x.type))
