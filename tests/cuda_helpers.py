@@ -23,6 +23,20 @@ from ffigraph.cuda.prelude import CUDA_PRELUDE, LAUNCHER_PARAMS
 NVCC = toolchain.find_nvcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (set CUDA_HOME or put nvcc on PATH)")
 
+
+def _gpu_present():
+    try:
+        from ffigraph.cuda.runtime import gpu_status
+
+        return gpu_status()[0]
+    except Exception:
+        return False
+
+
+# Calls made with fake device pointers expect CUDA to refuse before touching them: only without a GPU.
+needs_no_gpu = pytest.mark.skipif(_gpu_present(), reason="a GPU is present: fake device pointers would be "
+                                  "dereferenced (the gpu tier checks real values instead)")
+
 EM_CUDA = 190
 # CUDA errors a GPU-less machine gives: insufficient driver (35), no device (100)
 NO_GPU_CUDA_ERRORS = {35: "cudaErrorInsufficientDriver", 100: "cudaErrorNoDevice"}
