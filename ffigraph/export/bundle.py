@@ -6,9 +6,11 @@ a reader sees the old folder or the new one, never half of one.
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,7 +20,7 @@ import numpy as np
 from ffigraph.abi import ABI_VERSION, HEADER_NAME, HEADER_PATH
 from ffigraph.export import handle_c, header_c, example_c, files_text
 from ffigraph.export.names import UniqueNames, c_identifier, file_stem
-from ffigraph.linkers.c.build import build_library, compiler_command
+from ffigraph.linkers.c.build import build_library, compiler_command, cuda_link_flags, cuda_source_text, nvcc_command
 from ffigraph.linkers.c.linker import nodes_without_c_code, whole_graph_source
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
@@ -27,10 +29,18 @@ MANIFEST = "ffigraph-export.json"
 
 
 class SlotPlan:
-    """One graph variable as the export shows it: label, type, macro name, data file."""
+    """One graph variable as the export shows it: label, type, macro name, data file.
+
+    ``on_device`` is True for a GPU-typed slot (its values live in CUDA memory)."""
 
     def __init__(self, label, var_type, ident=None, file=None, value=None):
         self.label, self.type, self.ident, self.file, self.value = label, var_type, ident, file, value
+        self.on_device = is_gpu_type(var_type)
+
+
+def is_gpu_type(var_type):
+    """True for a type whose values live on a CUDA device (GpuArrayType)."""
+    return getattr(var_type, "device", None) == "cuda"
 
 
 class ExportPlan:
@@ -40,6 +50,17 @@ class ExportPlan:
         self.name, self.prefix = name, prefix
         self.inputs, self.shared, self.outputs = inputs, shared, outputs
         self.updates = updates   # [(shared index, label of the update expression)]
+        self.cuda = False        # the library has an nvcc-compiled part (set by make_plan)
+
+    @property
+    def cuda_source_name(self):
+        """The .cu file of a GPU graph, shipped beside the C source."""
+        return self.name + "_cuda.cu"
+
+    @property
+    def example_uses_cuda(self):
+        """main.c calls the CUDA runtime itself: some input or output lives on the device."""
+        return any(s.on_device for s in self.inputs + self.outputs)
 
 
 class ExportBundle:
@@ -57,6 +78,7 @@ class ExportBundle:
         self.readme = path("README.md")
         self.shared_files = {s.label: path(s.file) for s in plan.shared}
         self.input_files = {s.label: path(s.file) for s in plan.inputs if s.file}
+        self.cuda_source = path(plan.cuda_source_name) if plan.cuda else None
 
     def __repr__(self):
         return "<ExportBundle %s in %s>" % (self.name, self.directory)
@@ -82,14 +104,35 @@ def _c_value(var_type, value, what):
     return np.require(array, requirements="C")   # not ascontiguousarray: that makes 0-d values 1-d
 
 
+def _check_no_gpu_shared(fgraph, n_in):
+    gpu = [str(var) for var in fgraph.inputs[n_in:] if is_gpu_type(var.type)]
+    if gpu:
+        raise NotImplementedError(
+            "export does not support shared variables on the GPU yet (%s): the export's handle layer keeps "
+            "shared variables in host memory and loads them from .npy files. Keep them on the host "
+            "(an ordinary ffigraph.shared) and transfer them in the graph with gpu_from_host" % ", ".join(gpu))
+
+
+def _example_value(var, value, what):
+    """An example input as the host array main.c loads (GPU inputs: their host copy)."""
+    if is_gpu_type(var.type):
+        from ffigraph.cuda.device_array import to_host
+
+        host_type = var.type.host_type()
+        return _c_value(host_type, host_type.filter(to_host(value)), what)
+    return _c_value(var.type, value, what)
+
+
 def make_plan(f, name=None, example_inputs=None):
     """Name every slot and data file of ``f``'s export."""
     fgraph = f.maker.fgraph
-    _check_c_code(fgraph)
     n_in, n_out = len(f.maker.inputs), len(f.maker.outputs)
+    _check_no_gpu_shared(fgraph, n_in)
+    _check_c_code(fgraph)
     name = c_identifier(name or f.name, "graph")
-    files = UniqueNames(["lib%s.so" % name, name + ".h", name + ".c", "main.c", "Makefile", "README.md",
-                         "example", MANIFEST, HEADER_NAME] + list(NPY_FILES))
+    files = UniqueNames(["lib%s.so" % name, name + ".h", name + ".c", name + "_cuda.cu", name + "_cuda.o",
+                         "main.c", "Makefile", "README.md", "example", MANIFEST, HEADER_NAME, "libcudart.so"]
+                        + list(NPY_FILES))
     idents = {kind: UniqueNames() for kind in ("in", "sh", "out")}
     if example_inputs is not None and len(example_inputs) != n_in:
         raise ValueError("example_inputs: expected %d values (one per input), got %d" % (n_in, len(example_inputs)))
@@ -99,8 +142,11 @@ def make_plan(f, name=None, example_inputs=None):
         label = str(f.maker.inputs[k].name or var)
         slot = SlotPlan(label, var.type, idents["in"](c_identifier(label, "input%d" % k)))
         if example_inputs is not None:
-            value = f._filters[k](example_inputs[k])
-            slot.value = _c_value(var.type, value, "example input %d (%s)" % (k, label))
+            what = "example input %d (%s)" % (k, label)
+            if slot.on_device:
+                slot.value = _example_value(var, example_inputs[k], what)
+            else:
+                slot.value = _c_value(var.type, f._filters[k](example_inputs[k]), what)
             slot.file = files("input_" + file_stem(label, "input%d" % k), ".npy")
         inputs.append(slot)
     shared = []
@@ -115,6 +161,7 @@ def make_plan(f, name=None, example_inputs=None):
     graph = whole_graph_source(fgraph)
     plan = ExportPlan(name, graph.prefix, inputs, shared, outputs, updates)
     plan.graph = graph
+    plan.cuda = cuda_source_text(graph.requirements) is not None
     return plan
 
 
@@ -124,36 +171,86 @@ def make_plan(f, name=None, example_inputs=None):
 def _bundled_libraries(requirements, folder):
     """Copy libraries found in the graph's library folders into ``folder`` (the bundle then
     needs nothing outside itself); the requirements to link against the copies."""
-    req = {k: list(v) for k, v in requirements.items()}
+    req = {k: list(v) if isinstance(v, (list, tuple)) else copy.deepcopy(v) for k, v in requirements.items()}
     for lib in requirements.get("libraries", ()):
         for lib_dir in requirements.get("lib_dirs", ()):
             src = os.path.join(lib_dir, "lib%s.so" % lib)
             if os.path.isfile(src):
-                dst = os.path.join(folder, os.path.basename(src))
-                try:
-                    os.link(src, dst)   # same file system: no copy of a 25 MB BLAS
-                except OSError:
-                    shutil.copy2(src, dst)
+                _link_or_copy(src, os.path.join(folder, os.path.basename(src)))   # no copy of a 25 MB BLAS
                 break
     req["lib_dirs"] = [folder]
     req["rpath"] = ["$ORIGIN"]   # the bundle can move: the library looks beside itself
+    if "cuda" in req:
+        _bundle_cudart(req["cuda"]["cudart_dir"], folder)
+        req["cuda"]["cudart_dir"] = folder   # link against the copy (cuda_link_flags: -L, rpath $ORIGIN)
     return req
+
+
+def _link_or_copy(src, dst):
+    try:
+        os.link(src, dst)   # same file system: no copy
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _soname(path):
+    """The ELF SONAME of a shared library (readelf -d), or None."""
+    try:
+        out = subprocess.run(["readelf", "-d", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             universal_newlines=True).stdout
+    except OSError:
+        return None
+    found = re.search(r"\(SONAME\)\s+Library soname: \[([^\]]+)\]", out)
+    return found.group(1) if found else None
+
+
+def cudart_files(cudart_dir):
+    """(real file, soname) of the toolkit's libcudart.so: the file the link resolves to, and the
+    name (libcudart.so.13) a library linked with -lcudart asks for at load time."""
+    real = os.path.realpath(os.path.join(cudart_dir, "libcudart.so"))
+    soname = _soname(real)
+    if soname is None:
+        major = re.match(r"(libcudart\.so\.\d+)", os.path.basename(real))
+        soname = major.group(1) if major else os.path.basename(real)
+    return real, soname
+
+
+def _bundle_cudart(cudart_dir, folder):
+    """The CUDA runtime beside the library: the real file, its soname and libcudart.so (for -lcudart)
+    as relative links to it. The driver (libcuda.so) is the machine's own and is not bundled."""
+    real, soname = cudart_files(cudart_dir)
+    base = os.path.basename(real)
+    shutil.copy2(real, os.path.join(folder, base))   # 0.7 MB: a copy, never a hard link into the toolkit
+    for alias in (soname, "libcudart.so"):
+        if alias != base and not os.path.lexists(os.path.join(folder, alias)):
+            os.symlink(soname if alias == "libcudart.so" and soname != base else base,
+                       os.path.join(folder, alias))
 
 
 def _library_source(plan):
     return plan.graph.source + handle_c.handle_source(
         plan.name, plan.prefix, len(plan.inputs), len(plan.shared), len(plan.outputs),
-        [t for t, _ in plan.updates])
+        [t for t, _ in plan.updates], cuda=plan.cuda)
 
 
 def _build(plan, folder, compiler):
+    """Build the library in ``folder``; the commands that rebuild it there (``make library``):
+    [C compiler argv] or, for a GPU graph, [nvcc argv, C compiler argv]."""
     requirements = _bundled_libraries(plan.graph.requirements, folder)
     source = _library_source(plan)
-    lib = build_library(source, "lib" + plan.name, requirements, compiler, directory=folder)
-    os.rename(os.path.join(folder, "lib%s.c" % plan.name), os.path.join(folder, plan.name + ".c"))
+    stem = "lib" + plan.name
+    lib = build_library(source, stem, requirements, compiler, directory=folder)
+    os.rename(os.path.join(folder, stem + ".c"), os.path.join(folder, plan.name + ".c"))
     head, libs = compiler_command(requirements, compiler)
-    command = head + ["-o", os.path.basename(lib), plan.name + ".c"] + libs
-    return [_portable_flag(arg, folder) for arg in command]
+    commands = []
+    if plan.cuda:
+        os.rename(os.path.join(folder, stem + ".cu"), os.path.join(folder, plan.cuda_source_name))
+        os.remove(os.path.join(folder, stem + ".cu.o"))   # `make library` makes it again
+        obj = plan.name + "_cuda.o"
+        commands.append(nvcc_command(requirements, plan.cuda_source_name, obj))
+        libs = [obj] + libs + cuda_link_flags(requirements)
+    commands.append(head + ["-o", os.path.basename(lib), plan.name + ".c"] + libs)
+    return [[_portable_flag(arg, folder) for arg in command] for command in commands]
 
 
 def _portable_flag(arg, folder):
@@ -170,18 +267,23 @@ def _write(folder, filename, text):
         fh.write(text)
 
 
-def _write_files(plan, folder, build_command):
+def _write_files(plan, folder, build_commands):
     shutil.copyfile(HEADER_PATH, os.path.join(folder, HEADER_NAME))
     for filename in NPY_FILES:
         shutil.copyfile(os.path.join(C_DIR, filename), os.path.join(folder, filename))
     for slot in plan.shared + [s for s in plan.inputs if s.file]:
         np.save(os.path.join(folder, slot.file), slot.value, allow_pickle=False)
     _write(folder, "main.c", example_c.main_source(plan))
-    _write(folder, "Makefile", files_text.makefile(plan, build_command))
+    _write(folder, "Makefile", files_text.makefile(plan, build_commands))
     _write(folder, "README.md", files_text.readme(plan))
     manifest = dict(name=plan.name, prefix=plan.prefix, abi_version=ABI_VERSION,
                     source_sha256=hashlib.sha256(_library_source(plan).encode()).hexdigest(),
                     files=sorted(os.listdir(folder)) + [MANIFEST])
+    if plan.cuda:
+        cuda = plan.graph.requirements["cuda"]
+        manifest["cuda"] = dict(source_sha256=hashlib.sha256(cuda_source_text(plan.graph.requirements).encode())
+                                .hexdigest(), nvcc_version=cuda.get("nvcc_version"),
+                                nvcc_flags=list(cuda.get("nvcc_flags", ())))
     with open(os.path.join(folder, MANIFEST), "w") as fh:
         json.dump(manifest, fh, indent=1, sort_keys=True)
 
@@ -215,8 +317,8 @@ def write_bundle(plan, directory, compiler=None):
     tmp = tempfile.mkdtemp(prefix=".ffigraph-export-", dir=parent)
     try:
         _write(tmp, plan.name + ".h", header_c.header_source(plan))   # the library's source includes it
-        command = _build(plan, tmp, compiler)
-        _write_files(plan, tmp, command)
+        commands = _build(plan, tmp, compiler)
+        _write_files(plan, tmp, commands)
         os.chmod(tmp, 0o755)
         _swap_in(tmp, directory)
     except BaseException:
@@ -264,6 +366,10 @@ def _is_complete(directory):
 def content_digest(plan):
     """A digest of everything an export folder holds: same digest, same folder."""
     h = hashlib.sha256(_library_source(plan).encode())
+    if plan.cuda:   # the kernels and how nvcc compiled them are part of the folder too
+        cuda = plan.graph.requirements["cuda"]
+        h.update(b"\0cuda\0" + cuda_source_text(plan.graph.requirements).encode())
+        h.update(repr((cuda.get("nvcc_version"), list(cuda.get("nvcc_flags", ())))).encode())
     for slot in plan.inputs + plan.shared:
         if slot.value is not None:
             h.update(slot.label.encode() + b"\0" + str(slot.value.dtype).encode() + repr(slot.value.shape).encode())

@@ -21,7 +21,7 @@ MAIN_TEMPLATE = r"""/*
 
 #include "%(N)s.h"
 #include "ffg_npy.h"
-
+%(cuda_include)s
 /* The example value of each input (NULL: filled with 0, 1, 2, ...) and the file of each shared variable. */
 static const char *const input_files[%(in_alloc)d] = {%(input_files)s};
 static const char *const shared_files[%(m_alloc)d] = {%(shared_files)s};
@@ -106,6 +106,10 @@ static void print_tensor(const char *label, const char *name, const FfgTensor *t
 {
     int64_t strides[FFG_MAX_NDIM], stride = 1;
     int d;
+    if (t->device.device_type != FFG_DEVICE_CPU) {   /* not host memory: never read it */
+        printf("%%s %%s: on device type %%d, not printed\n", label, name, (int)t->device.device_type);
+        return;
+    }
     for (d = t->ndim - 1; d >= 0; --d) {   /* NULL strides mean C-contiguous */
         strides[d] = t->strides ? t->strides[d] : stride;
         stride *= t->shape[d];
@@ -159,7 +163,7 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
     return 0;
 }
 
-int main(int argc, char **argv)
+%(cuda_code)sint main(int argc, char **argv)
 {
     FfgError err;
     FfgNpyArray inputs[%(in_alloc)d];
@@ -224,7 +228,7 @@ int main(int argc, char **argv)
             goto done;
         }
         input_tensors[k] = inputs[k].tensor;
-    }
+%(to_device)s    }
 
     for (r = 0; r < runs; ++r) {
         for (k = 0; k < %(NU)s_N_OUTPUTS; ++k)
@@ -237,8 +241,7 @@ int main(int argc, char **argv)
     }
     printf("%(N)s: %%ld run(s) succeeded\n", runs);
     for (k = 0; k < %(NU)s_N_OUTPUTS && runs > 0; ++k)
-        print_tensor("output", desc->outputs[k].name, &outputs[k].tensor);
-    for (k = 0; k < %(NU)s_N_SHARED; ++k) {
+%(print_output)s    for (k = 0; k < %(NU)s_N_SHARED; ++k) {
         FfgTensor value;
         code = %(N)s_get_shared(h, k, &value, &err);
         if (code == FFG_OK && save_dir != NULL) {
@@ -257,7 +260,7 @@ done:
         %(N)s_release(h, &outputs[k]);
     for (k = 0; k < %(NU)s_N_INPUTS; ++k)
         ffg_npy_free(&inputs[k]);
-    %(N)s_close(h);
+%(free_device)s    %(N)s_close(h);
     return status;
 }
 """
@@ -269,9 +272,130 @@ def _c_strings(items):
     return ", ".join("NULL" if item is None else c_string(item) for item in items) or "NULL"
 
 
+CUDA_CODE = r"""/* ---- CUDA: inputs that live on the GPU, and device outputs copied back for printing ---- */
+
+/* 1 where input k's slot is a GPU type: main.c fills it on the host, then copies it to the device */
+static const int input_on_device[%(in_alloc)d] = {%(on_device)s};
+static void *device_inputs[%(in_alloc)d];   /* their cudaMalloc blocks, given back with cudaFree */
+
+static int cuda_failed(const char *what, cudaError_t status)
+{
+    fprintf(stderr, "%%s failed: CUDA error %%d (%%s): %%s\n", what, (int)status, cudaGetErrorName(status),
+            cudaGetErrorString(status));
+    return 1;
+}
+
+/* Copy input k (a C-contiguous host array) into a fresh device block; t then describes that block. */
+static int input_to_device(int32_t k, FfgTensor *t)
+{
+    int64_t n = 1;
+    size_t nbytes;
+    int device = 0, d;
+    cudaError_t status;
+    char what[128];
+    for (d = 0; d < t->ndim; ++d)
+        n *= t->shape[d];
+    nbytes = (size_t)n * (size_t)(t->dtype.bits / 8);
+    snprintf(what, sizeof what, "copying input %%d to the GPU (cudaMalloc)", (int)k);
+    status = cudaMalloc(&device_inputs[k], nbytes > 0 ? nbytes : 1);
+    if (status == cudaSuccess && nbytes > 0) {
+        snprintf(what, sizeof what, "copying input %%d to the GPU (cudaMemcpy)", (int)k);
+        status = cudaMemcpy(device_inputs[k], (const char *)t->data + t->byte_offset, nbytes,
+                            cudaMemcpyHostToDevice);
+    }
+    if (status == cudaSuccess)
+        status = cudaGetDevice(&device);
+    if (status != cudaSuccess)
+        return cuda_failed(what, status);
+    t->data = device_inputs[k];
+    t->byte_offset = 0;
+    t->strides = NULL;   /* C order, as on the host */
+    t->device.device_type = FFG_DEVICE_CUDA;
+    t->device.device_id = device;
+    return 0;
+}
+
+/* Print an output; one in CUDA memory is first copied to the host (the span its strides cover). */
+static int print_output(const char *name, const FfgTensor *t)
+{
+    FfgTensor host;
+    int64_t strides[FFG_MAX_NDIM], lo = 0, hi = 0, n = 1, stride = 1, itemsize = t->dtype.bits / 8;
+    size_t nbytes;
+    char *block;
+    cudaError_t status;
+    int d;
+    if (t->device.device_type != FFG_DEVICE_CUDA) {
+        print_tensor("output", name, t);
+        return 0;
+    }
+    for (d = t->ndim - 1; d >= 0; --d) {
+        strides[d] = t->strides ? t->strides[d] : stride;
+        stride *= t->shape[d];
+        n *= t->shape[d];
+        if (strides[d] < 0)
+            lo += (t->shape[d] - 1) * strides[d];
+        else
+            hi += (t->shape[d] - 1) * strides[d];
+    }
+    nbytes = n > 0 ? (size_t)((hi - lo + 1) * itemsize) : 0;
+    block = (char *)malloc(nbytes > 0 ? nbytes : 1);
+    if (block == NULL) {
+        fprintf(stderr, "out of memory copying output %%s to the host\n", name);
+        return 1;
+    }
+    if (nbytes > 0) {
+        status = cudaMemcpy(block, (const char *)t->data + t->byte_offset + lo * itemsize, nbytes,
+                            cudaMemcpyDeviceToHost);
+        if (status != cudaSuccess) {
+            free(block);
+            return cuda_failed("copying an output to the host (cudaMemcpy)", status);
+        }
+    }
+    host = *t;
+    host.data = block;
+    host.byte_offset = (uint64_t)(nbytes > 0 ? -lo * itemsize : 0);
+    host.strides = strides;
+    host.device.device_type = FFG_DEVICE_CPU;
+    host.device.device_id = 0;
+    print_tensor("output", name, &host);
+    free(block);
+    return 0;
+}
+
+"""
+
+TO_DEVICE = """        if (input_on_device[k] && input_to_device(k, &input_tensors[k]))
+            goto done;
+"""
+
+PRINT_CPU = """        print_tensor("output", desc->outputs[k].name, &outputs[k].tensor);
+"""
+
+# device outputs: copied back to print; %(N)s_release gives their blocks back with cudaFree
+PRINT_CUDA = """        if (print_output(desc->outputs[k].name, &outputs[k].tensor))
+            goto done;
+"""
+
+FREE_DEVICE = """    for (k = 0; k < %(NU)s_N_INPUTS; ++k)
+        if (device_inputs[k] != NULL)
+            cudaFree(device_inputs[k]);
+"""
+
+
 def main_source(plan):
-    """The text of ``main.c`` for an export plan."""
-    return MAIN_TEMPLATE % dict(
+    """The text of ``main.c`` for an export plan. When an input or output lives on the GPU, main.c
+    includes the CUDA runtime's header and moves those values between host and device itself."""
+    cuda = getattr(plan, "example_uses_cuda", False)
+    in_alloc = max(len(plan.inputs), 1)
+    parts = dict(cuda_include="", cuda_code="", to_device="", print_output=PRINT_CPU, free_device="")
+    if cuda:
+        parts.update(
+            cuda_include="#include <cuda_runtime_api.h>   /* -I$(CUDA_INC): the example calls the CUDA runtime */\n",
+            cuda_code=CUDA_CODE % dict(in_alloc=in_alloc,
+                                       on_device=", ".join("1" if s.on_device else "0" for s in plan.inputs)
+                                       or "0"),
+            to_device=TO_DEVICE, print_output=PRINT_CUDA, free_device=FREE_DEVICE % dict(NU=plan.name.upper()))
+    return MAIN_TEMPLATE % dict(parts,
         N=plan.name, NU=plan.name.upper(),
         in_alloc=max(len(plan.inputs), 1), m_alloc=max(len(plan.shared), 1), out_alloc=max(len(plan.outputs), 1),
         input_files=_c_strings([s.file for s in plan.inputs]),

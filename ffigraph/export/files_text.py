@@ -1,6 +1,7 @@
 """The Makefile and README of an export folder."""
 from __future__ import annotations
 
+import os
 import shlex
 
 from ffigraph.export.header_c import slot_map
@@ -8,40 +9,90 @@ from ffigraph.export.header_c import slot_map
 MAKEFILE_TEMPLATE = """\
 # Makefile of the ffigraph export "%(N)s" (generated). Needs a C compiler and make, no Python.
 #   make            build ./example from main.c and ffg_npy.c, linked to lib%(N)s.so
-#   make library    rebuild lib%(N)s.so from %(N)s.c with the flags ffigraph used
+#   make library    rebuild lib%(N)s.so from %(N)s.c%(library_from)s with the flags ffigraph used
 #   make flags      print the flags that link lib%(N)s.so into another program
 #   make clean      remove what `make` built (the library stays)
 CC = cc
 CFLAGS ?= -O2 -std=c99 -Wall
 HERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
-
+%(cuda_vars)s
 example: main.o ffg_npy.o lib%(N)s.so
-\t$(CC) $(LDFLAGS) -o $@ main.o ffg_npy.o -L. -l%(N)s -Wl,-rpath,'$$ORIGIN' -lm
+\t$(CC) $(LDFLAGS) -o $@ main.o ffg_npy.o -L. -l%(N)s%(example_libs)s -Wl,-rpath,'$$ORIGIN'%(rpath_link)s -lm
 
 main.o: main.c %(N)s.h ffigraph_abi.h ffg_npy.h
-\t$(CC) $(CFLAGS) -c -o $@ main.c
+\t$(CC) $(CFLAGS)%(example_includes)s -c -o $@ main.c
 
 ffg_npy.o: ffg_npy.c ffg_npy.h ffigraph_abi.h
 \t$(CC) $(CFLAGS) -c -o $@ ffg_npy.c
 
 library:
-\t%(build)s
+%(build)s
 
 flags:
-\t@echo "compile: -I$(HERE)"
-\t@echo "link:    -L$(HERE) -l%(N)s -Wl,-rpath,$(HERE)"
+\t@echo "compile: -I$(HERE)%(flags_includes)s"
+\t@echo "link:    -L$(HERE) -l%(N)s%(flags_libs)s -Wl,-rpath,$(HERE)"
 
 clean:
-\trm -f example main.o ffg_npy.o
+\trm -f example main.o ffg_npy.o%(clean_extra)s
 
 .PHONY: library flags clean
 """
 
+CUDA_VARS = """
+# The library's GPU part: %(cu)s is compiled by nvcc (the toolkit ffigraph used; override with
+# `make library NVCC=...`) and linked with the CUDA runtime bundled here (libcudart, rpath $ORIGIN).
+# Running needs a CUDA driver (libcuda.so) on the machine; building the example needs only $(CC)%(inc_note)s.
+NVCC = %(nvcc)s
+NVCCFLAGS = %(nvcc_flags)s
+CUDA_INC = %(cuda_inc)s
+"""
 
-def makefile(plan, build_command):
+
+def _quote(args):
+    return " ".join(shlex.quote(arg) for arg in args).replace("$", "$$")
+
+
+def _cuda_include_dir(plan):
+    from ffigraph.cuda.toolchain import cuda_root
+
+    return os.path.join(cuda_root(plan.graph.requirements["cuda"]["nvcc"]), "include")
+
+
+def makefile(plan, build_commands):
+    """The Makefile; ``build_commands`` rebuild the library: [C compiler argv] or [nvcc argv, C compiler argv]."""
     # the compiler is make's $(CC), so the rule works where ffigraph's compiler path does not exist
-    build = "$(CC) " + " ".join(shlex.quote(arg) for arg in build_command[1:]).replace("$", "$$")
-    return MAKEFILE_TEMPLATE % dict(N=plan.name, build=build)
+    rules = []
+    for command in build_commands:
+        if plan.cuda and command is build_commands[0] and len(build_commands) > 1:
+            cuda = plan.graph.requirements["cuda"]
+            flags = list(cuda["nvcc_flags"])
+            rest = [arg for arg in command[1:]]
+            # the recorded -gencode flags become $(NVCCFLAGS), so `make library NVCCFLAGS=...` retargets
+            for k in range(len(rest) - len(flags) + 1):
+                if rest[k:k + len(flags)] == flags:
+                    rest = rest[:k] + ["NVCCFLAGS_HERE"] + rest[k + len(flags):]
+                    break
+            rules.append("$(NVCC) " + _quote(rest).replace("NVCCFLAGS_HERE", "$(NVCCFLAGS)"))
+        else:
+            rules.append("$(CC) " + _quote(command[1:]))
+    values = dict(N=plan.name, build="".join("\t%s\n" % rule for rule in rules).rstrip("\n"),
+                  library_from="", cuda_vars="", example_libs="", rpath_link="", example_includes="",
+                  flags_includes="", flags_libs="", clean_extra="")
+    if plan.cuda:
+        cuda = plan.graph.requirements["cuda"]
+        uses = plan.example_uses_cuda
+        values.update(
+            library_from=" and %s (nvcc)" % plan.cuda_source_name,
+            cuda_vars=CUDA_VARS % dict(cu=plan.cuda_source_name, nvcc=cuda["nvcc"],
+                                       nvcc_flags=_quote(cuda["nvcc_flags"]), cuda_inc=_cuda_include_dir(plan),
+                                       inc_note=" and the toolkit's headers (CUDA_INC)" if uses else ""),
+            example_libs=" -lcudart" if uses else "",
+            rpath_link=" -Wl,-rpath-link,.",   # ld finds the bundled libcudart that lib%s.so needs
+            example_includes=" -I$(CUDA_INC)" if uses else "",
+            flags_includes=" -I$(CUDA_INC)",
+            flags_libs=" -lcudart",
+            clean_extra=" %s_cuda.o" % plan.name)
+    return MAKEFILE_TEMPLATE % values
 
 
 README_TEMPLATE = """\
@@ -60,10 +111,10 @@ Python: build and run the example with
 | `%(N)s.h` | prototypes of the `%(N)s_*` calls and the map of graph variables to slots |
 | `ffigraph_abi.h` | the ABI: `FfgTensor` (DLPack's `DLTensor` layout), `FfgOutput`, `FfgError`, codes |
 | `%(N)s.c` | the library's source; `make library` rebuilds the library from it |
-| `main.c` | an example host: loads the shared variables, fills the inputs, runs, prints |
+%(cuda_rows)s| `main.c` | an example host: loads the shared variables, fills the inputs, runs, prints |
 | `ffg_npy.h`, `ffg_npy.c` | a small, strict `.npy` reader and writer (C order, little-endian, the ABI's dtypes) |
 %(data_rows)s| `Makefile` | `make` (example), `make library`, `make flags`, `make clean` |
-%(extra_rows)s
+%(extra_rows)s%(cuda_section)s
 ## The calls
 
 ```c
@@ -122,5 +173,53 @@ def readme(plan):
         "leaves open gets length 3 + its position, so a matrix is 3x4. Export with `example_inputs=` "
         "to ship real values.\n")
     slots = "\n".join(line[3:] for line in slot_map(plan).splitlines())
+    cuda_rows = cuda_section = ""
+    if plan.cuda:
+        cuda_rows, cuda_section = _readme_cuda(plan)
     return README_TEMPLATE % dict(N=plan.name, NU=plan.name.upper(), data_rows=data_rows, extra_rows=extra,
-                                  slots=slots)
+                                  slots=slots, cuda_rows=cuda_rows, cuda_section=cuda_section)
+
+
+README_CUDA = """
+## GPU (CUDA)
+
+Part of this graph runs on an NVIDIA GPU. `%(cu)s` holds its kernels; nvcc
+compiled them into `lib%(N)s.so` (%(nvcc_version)s; flags `%(nvcc_flags)s`).
+
+- **Running needs a CUDA driver.** The folder ships the CUDA runtime
+  (`%(cudart)s`, the toolkit's own libcudart, found beside the library through
+  its `$ORIGIN` rpath), but not the driver (`libcuda.so`), which belongs to the
+  machine. Without a GPU, or with a driver older than this runtime, every call
+  that touches the device fails with `FFG_ERR_CUDA` and CUDA's own words in
+  `err.message` (e.g. "CUDA driver version is insufficient for CUDA runtime
+  version", or "no CUDA-capable device is detected"); `err.reserved` holds the
+  `cudaError_t`. Nothing crashes.
+- Inputs marked `device: cuda` in the slot map below are device arrays: pass an
+  `FfgTensor` whose data is CUDA memory and whose device is
+  `{FFG_DEVICE_CUDA, id}`. Outputs marked `device: cuda` come back in CUDA memory;
+  `%(N)s_release` gives an owned one back with `cudaFree`.%(example)s
+- `make library` needs nvcc (the Makefile's `NVCC`, the one ffigraph used);
+  `make` and `./example` need only the C compiler%(inc)s.
+- Linking your own program: `make flags` (it includes `-lcudart`).
+"""
+
+
+def _readme_cuda(plan):
+    from ffigraph.export.bundle import cudart_files
+
+    cuda = plan.graph.requirements["cuda"]
+    real, soname = cudart_files(cuda["cudart_dir"])
+    names = sorted({os.path.basename(real), soname, "libcudart.so"})
+    rows = "| `%s` | the GPU part's CUDA source; `make library` compiles it with nvcc |\n" % plan.cuda_source_name
+    rows += "| %s | the CUDA runtime, copied from the toolkit ffigraph compiled with |\n" % ", ".join(
+        "`%s`" % n for n in names)
+    example = ("\n  The example copies such inputs to the device (cudaMalloc, cudaMemcpy) and device\n"
+               "  outputs back to the host before printing them; CUDA errors are printed with\n"
+               "  cudaGetErrorString and end the program with a non-zero status."
+               if plan.example_uses_cuda else "")
+    inc = " and the toolkit's headers (`CUDA_INC` in the Makefile), since `main.c` calls the CUDA runtime" \
+        if plan.example_uses_cuda else ""
+    section = README_CUDA % dict(N=plan.name, cu=plan.cuda_source_name, nvcc_version=cuda.get("nvcc_version"),
+                                 nvcc_flags=" ".join(cuda.get("nvcc_flags", ())), cudart=soname,
+                                 example=example, inc=inc)
+    return rows, section

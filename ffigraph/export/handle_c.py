@@ -169,6 +169,11 @@ static int %(N)s_check_shared(%(N)s_handle *h, int32_t j, const FfgTensor *t)
     return 0;
 }
 
+/* Give back an owned output block to where it came from: %(release_doc)s. */
+static void %(N)s_release_block(%(N)s_handle *h, FfgOutput *o)
+{
+%(release_body)s}
+
 FFG_EXPORT uint32_t %(N)s_abi_version(void)
 {
     return FFG_ABI_VERSION;
@@ -231,7 +236,7 @@ FFG_EXPORT void %(N)s_release(%(N)s_handle *h, FfgOutput *output)
     if (h == NULL || output == NULL)
         return;
     if (output->alias_of == FFG_OUT_OWNED)
-        ffg_release(h->allocator, output->base);
+        %(N)s_release_block(h, output);
     output->base = NULL;
     output->tensor.data = NULL;
 }
@@ -366,7 +371,7 @@ fail:
         ffg_release(h->allocator, h->pending[staged].base);
     for (k = 0; k < %(n_out)d + %(u)d; ++k)
         if (h->slots_out[k].alias_of == FFG_OUT_OWNED)
-            ffg_release(h->allocator, h->slots_out[k].base);
+            %(N)s_release_block(h, &h->slots_out[k]);
     return -1;
 }
 
@@ -395,12 +400,37 @@ FFG_EXPORT int32_t %(N)s_run(%(N)s_handle *h, const FfgTensor *inputs, int32_t n
 """
 
 
-def handle_source(name, prefix, n_inputs, n_shared, n_outputs, update_targets):
-    """The handle layer's C for export ``name`` over the graph library with symbol ``prefix``."""
+RELEASE_CPU = """    ffg_release(h->allocator, o->base);
+"""
+
+# A GPU graph's outputs may lie in CUDA memory: those blocks go to cudaFree (through the graph's
+# CUDA object, whose ffg_cuda_release the C side of every GPU graph declares), never to free().
+RELEASE_CUDA = """    if (o->tensor.device.device_type == FFG_DEVICE_CUDA)
+        ffg_cuda_release(NULL, o->base);   /* the handle sets no device allocator: cudaFree */
+    else
+        ffg_release(h->allocator, o->base);
+"""
+
+CUDA_RELEASE_DECL = """
+/* defined in the graph's CUDA object (the .cu prelude): cudaFree, or the device allocator */
+void ffg_cuda_release(const FfgAllocator *allocator, void *ptr);
+"""
+
+
+def handle_source(name, prefix, n_inputs, n_shared, n_outputs, update_targets, cuda=False):
+    """The handle layer's C for export ``name`` over the graph library with symbol ``prefix``;
+    ``cuda``: the graph has a CUDA part, so outputs on the device are released with cudaFree."""
     n_updates = len(update_targets)
-    return HANDLE_TEMPLATE % dict(
+    text = HANDLE_TEMPLATE % dict(
+        release_doc="CPU blocks to the handle's allocator, CUDA blocks to cudaFree" if cuda
+        else "the handle's allocator",
+        release_body=RELEASE_CUDA if cuda else RELEASE_CPU,
         N=name, P=prefix, n_in=n_inputs, m=n_shared, n_out=n_outputs, u=n_updates,
         targets=", ".join(str(t) for t in update_targets) or "0",
         m_alloc=max(n_shared, 1), u_alloc=max(n_updates, 1),
         in_alloc=max(n_inputs + n_shared, 1), out_alloc=max(n_outputs + n_updates, 1),
     )
+    if cuda:
+        marker = "/* update j "
+        text = text.replace(marker, CUDA_RELEASE_DECL.lstrip("\n") + "\n" + marker, 1)
+    return text

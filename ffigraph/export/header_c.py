@@ -83,6 +83,8 @@ def _shape_text(shape):
 
 
 def _row(index, label, var_type, extra=""):
+    if getattr(var_type, "device", None) == "cuda":
+        extra = "  device: cuda" + extra   # a device array: CUDA memory, device {FFG_DEVICE_CUDA, id}
     return " *     %-3d %-24s %-8s ndim %d, shape %s%s" % (
         index, label, var_type.dtype, var_type.ndim, _shape_text(var_type.shape), extra)
 
