@@ -44,11 +44,13 @@ NO_GPU_CUDA_ERRORS = {35: "cudaErrorInsufficientDriver", 100: "cudaErrorNoDevice
 _built = {}
 
 
-def build_launchers(launchers, archs=("sm_90",), tag="t"):
+def build_launchers(launchers, archs=("sm_90",), tag="t", declarations=None):
     """Compile ``launchers`` ({symbol: .cu text}) with the prelude into one shared library, exported.
 
-    Returns (cffi lib, path). Each symbol is declared with the launcher signature.
+    Returns (cffi lib, path). Each symbol is declared with the launcher signature, unless
+    ``declarations`` gives its own C declaration.
     """
+    declarations = declarations or {}
     text = CUDA_PRELUDE + "\n\n" + "\n\n".join(launchers.values())
     digest = hashlib.sha256((text + repr(archs)).encode()).hexdigest()[:16]
     if digest in _built:
@@ -69,7 +71,7 @@ def build_launchers(launchers, archs=("sm_90",), tag="t"):
         raise AssertionError("nvcc failed on %s:\n%s" % (cu, proc.stdout[-6000:]))
     for symbol in launchers:
         try:
-            ffi.cdef("int32_t %s(%s);" % (symbol, LAUNCHER_PARAMS))
+            ffi.cdef(declarations.get(symbol) or "int32_t %s(%s);" % (symbol, LAUNCHER_PARAMS))
         except Exception:   # declared by an earlier build of the same launcher
             pass
     lib = ffi.dlopen(lib_path)

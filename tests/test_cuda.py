@@ -16,7 +16,7 @@ from ffigraph.abi import CudaError, expected_layout, ffi
 from ffigraph.cuda import DeviceArray, GpuArrayType, gpu_from_host, gpu_status, host_from_gpu, toolchain
 from ffigraph.cuda.marshal import DLPACK_CPU, device_view, view_of_capsule
 from ffigraph.cuda.transfer import GpuFromHost, HostFromGpu
-from cuda_helpers import NO_GPU_CUDA_ERRORS, Slots, build_launchers, cubin_archs, needs_nvcc, \
+from cuda_helpers import NO_GPU_CUDA_ERRORS, Slots, build_launchers, cubin_archs, needs_no_gpu, needs_nvcc, \
     undefined_python_symbols
 
 CPYTHON = platform.python_implementation() == "CPython"
@@ -389,3 +389,63 @@ def test_gpu_pycuda_op_beside_generated_kernels():
     f = function([x], out, mode=Mode(linker="cvm"))
     a = np.random.rand(5, 5).astype(np.float32)
     np.testing.assert_allclose(f(a), np.exp(a) * 2, rtol=1e-6)
+
+
+# ------------------------------------------------------------------ nvcc: the host's device allocator
+
+
+@needs_nvcc
+@needs_no_gpu
+def test_device_memory_comes_from_the_host_allocator():
+    from ffigraph.cuda.allocator import set_device_allocator
+
+    calls = []
+    host_blocks = {}
+
+    def alloc(nbytes):   # host memory standing in for a pool: the copy into it fails without a driver
+        buf = np.empty(nbytes, np.uint8)
+        address = buf.__array_interface__["data"][0]
+        host_blocks[address] = buf
+        calls.append(("alloc", nbytes))
+        return address
+
+    def free(address):
+        calls.append(("free", address))
+        del host_blocks[address]
+
+    x = T.dvector("x")
+    set_device_allocator(alloc, free)
+    try:
+        f = function([x], host_from_gpu(gpu_from_host(x)), mode=Mode(linker="c"))
+        with pytest.raises(CudaError) as info:
+            f(np.arange(5.0))
+        _expect_no_gpu_error(info.value)
+        assert "cudaMemcpy" in str(info.value)          # the allocation itself succeeded
+        assert calls[0] == ("alloc", 40) and calls[1][0] == "free" and not host_blocks   # freed exactly once
+
+        calls.clear()
+        set_device_allocator(lambda n: 0, free)         # a pool that is out of memory
+        g = function([x], host_from_gpu(gpu_from_host(x)) + 1, mode=Mode(linker="c"))
+        with pytest.raises(MemoryError, match="device allocator could not give 24 bytes"):
+            g(np.arange(3.0))
+        assert calls == []
+    finally:
+        set_device_allocator()
+
+
+@needs_nvcc
+def test_nvcc_sees_the_abi_structs_as_cffi_does():
+    """The launchers are C++ compiled by nvcc: their view of every ABI struct must be cffi's."""
+    probe = r"""
+extern "C" __attribute__((visibility("default"))) int32_t ffg_cu_layout_probe(int64_t *out)
+{
+    static const int64_t layout[] = {FFG_LAYOUT_ENTRIES};
+    int32_t n = (int32_t)(sizeof layout / sizeof layout[0]);
+    memcpy(out, layout, sizeof layout);
+    return n;
+}"""
+    lib, _ = build_launchers({"ffg_cu_layout_probe": probe}, tag="layout",
+                             declarations={"ffg_cu_layout_probe": "int32_t ffg_cu_layout_probe(int64_t *out);"})
+    out = ffi.new("int64_t[]", 64)
+    n = lib.ffg_cu_layout_probe(out)
+    assert [out[i] for i in range(n)] == expected_layout()

@@ -68,6 +68,11 @@ class CompiledGraph:
         offer = [v.owner is not None and _is_tensor_type(v.type) for v in self.outputs]
         self.block = CallBlock(len(inputs), len(self.outputs), [v.type.c_abi_dtype() for v in self.outputs], offer)
         self.nodes = self.source.nodes
+        self.device_allocator = None
+        if self.source.requirements.get("cuda_sources"):
+            from ffigraph.cuda.allocator import install   # GPU graphs only: the host's device memory
+
+            self.device_allocator = install(self.library, self.state, self.block)
         self.call = self._make_call()
 
     def _make_call(self):
