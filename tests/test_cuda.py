@@ -449,3 +449,60 @@ extern "C" __attribute__((visibility("default"))) int32_t ffg_cu_layout_probe(in
     out = ffi.new("int64_t[]", 64)
     n = lib.ffg_cu_layout_probe(out)
     assert [out[i] for i in range(n)] == expected_layout()
+
+
+# ------------------------------------------------------------------ always: the GPU rewrite
+
+
+def _op_names(f):
+    return [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
+
+
+def test_device_mode_moves_supported_nodes_with_transfers_at_the_edges():
+    x, y = T.dmatrix("x"), T.dmatrix("y")
+    out = (T.exp(x) * 2 + y).sum(axis=0) + T.dot(x, y.T).sum() + T.argmax(x, axis=0)
+    f = function([x, y], out, mode=Mode(linker="py", device="cuda"))   # py: nothing is compiled here
+    names = _op_names(f)
+    assert names.count("GpuFromHost") == 3            # x, y, and the argmax that stays on the CPU
+    assert names.count("HostFromGpu") == 1            # the one result
+    assert {"GpuElemwise", "GpuReduce", "GpuDot", "GpuDimShuffle"} <= set(names)
+    assert "ArgReduce" in names
+    assert not {"Elemwise", "FusedElemwise", "FusedReduce", "Dot", "DimShuffle"} & set(names), names
+    cpu = function([x, y], out, mode=Mode(linker="py"))
+    assert not [n for n in _op_names(cpu) if n.startswith(("Gpu", "Host"))]
+
+
+def test_device_mode_keeps_unsupported_nodes_on_the_cpu():
+    z = T.zvector("z")   # complex: no GPU code
+    f = function([z], T.exp(z) * 2, mode=Mode(linker="py", device="cuda"))
+    assert not [n for n in _op_names(f) if n.startswith("Gpu")]
+    x = T.dvector("x")
+    g = function([x], T.sort(x) if hasattr(T, "sort") else x[::-1] * 2, mode=Mode(linker="py", device="cuda"))
+    names = _op_names(g)
+    assert "Subtensor" in names or "Sort" in names
+
+
+def test_gpu_dimshuffle_is_a_view():
+    from ffigraph.cuda.views import GpuDimShuffle
+
+    arr = np.zeros((3, 4), np.float32)
+    g = GpuArrayType("float32", (None, None))("g")
+    node = GpuDimShuffle(2, (1, "x", 0))(g).owner
+    cell = [None]
+    node.op.perform(node, [FakeCai(arr)], [cell])
+    out = cell[0]
+    assert out.shape == (4, 1, 3) and out.view.element_strides() == (1, 0, 4)
+    assert out.ptr == arr.__array_interface__["data"][0]
+    with pytest.raises(TypeError, match="GPU tensor"):
+        GpuDimShuffle(2, (1, 0))(T.fmatrix())
+
+
+@needs_nvcc
+@needs_no_gpu
+@pytest.mark.parametrize("linker", ["c", "cvm"])
+def test_device_mode_graph_builds_and_reports_cuda_errors(linker):
+    x, y = T.fmatrix("x"), T.fmatrix("y")
+    f = function([x, y], (T.exp(x) * y).sum(axis=1) + T.dot(x, y.T).max(), mode=Mode(linker=linker, device="cuda"))
+    with pytest.raises(CudaError) as info:
+        f(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
+    _expect_no_gpu_error(info.value)

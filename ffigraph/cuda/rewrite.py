@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ffigraph.cuda.transfer import HostFromGpu, gpu_from_host, host_from_gpu
 from ffigraph.graph.rewriting import replace_all_validate
+from ffigraph.rewriting.merge import merge_rewrite
 from ffigraph.tensor.type import TensorType
 
 
@@ -38,7 +39,8 @@ def _gpu_version(node):
     if isinstance(op, (Elemwise, FusedElemwise)) and elemwise.gpu_elemwise_supported(node):
         out = elemwise.GpuElemwise(op.scalar_op)(*[_on_device(v) for v in ins])
         return out if isinstance(out, (list, tuple)) else [out]
-    if isinstance(op, FusedReduce) and elemwise.gpu_elemwise_supported(node):
+    if isinstance(op, FusedReduce) and op.kind in reduce.KINDS \
+            and elemwise.has_gpu_code(op.composite, [v.type.dtype for v in ins]):
         mapped = elemwise.GpuElemwise(op.composite)(*[_on_device(v) for v in ins])
         return [reduce.GpuReduce(op.kind, op.axis)(mapped)]
     if isinstance(op, Reduce) and reduce.gpu_reduce_supported(node):
@@ -49,7 +51,8 @@ def _gpu_version(node):
 
 
 def gpu_rewrite(fgraph):
-    """Move every supported node to the GPU (in execution order, so producers move first)."""
+    """Move every supported node to the GPU (in execution order, so producers move first), then move
+    views that only feed the GPU there too."""
     for node in fgraph.toposort():
         if node not in fgraph.apply_nodes:
             continue
@@ -58,4 +61,26 @@ def gpu_rewrite(fgraph):
             continue
         pairs = [(old, host_from_gpu(new)) for old, new in zip(node.outputs, device_outputs)]
         replace_all_validate(fgraph, pairs, reason="gpu")
+    _shuffle_on_device(fgraph)
+    merge_rewrite(fgraph)   # one transfer per host value, however many GPU nodes read it
     return fgraph
+
+
+def _shuffle_on_device(fgraph):
+    """gpu_from_host(DimShuffle(v)) -> GpuDimShuffle(v on the device): the same bytes cross, and a
+    transpose or broadcast between two GPU nodes no longer makes a round trip through the host."""
+    from ffigraph.cuda.transfer import GpuFromHost
+    from ffigraph.cuda.views import GpuDimShuffle
+    from ffigraph.tensor.elemwise import DimShuffle
+
+    changed = True
+    while changed:
+        changed = False
+        for node in fgraph.toposort():
+            if node not in fgraph.apply_nodes or not isinstance(node.op, GpuFromHost):
+                continue
+            inner = node.inputs[0].owner
+            if inner is None or type(inner.op) is not DimShuffle:
+                continue
+            new = GpuDimShuffle(inner.op.input_ndim, inner.op.new_order)(_on_device(inner.inputs[0]))
+            changed |= replace_all_validate(fgraph, [(node.outputs[0], new)], reason="gpu")
