@@ -506,3 +506,28 @@ def test_device_mode_graph_builds_and_reports_cuda_errors(linker):
     with pytest.raises(CudaError) as info:
         f(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
     _expect_no_gpu_error(info.value)
+
+
+@needs_nvcc
+@needs_no_gpu
+def test_gpu_output_that_is_an_input_is_copied_on_the_device():
+    g = GpuArrayType("float32", (None,))("g")
+    f = function([g], g, mode=Mode(linker="cvm"))
+    assert _op_names(f) == ["DeepCopyOp"]
+    with pytest.raises(CudaError) as info:   # a device copy (not a host memcpy of a device pointer)
+        f(FakeCai(np.ones(4, np.float32)))
+    _expect_no_gpu_error(info.value)
+    assert "cudaMalloc" in str(info.value)
+
+
+@needs_nvcc
+@needs_no_gpu
+def test_a_view_alone_on_the_device_links_the_cuda_object():
+    from ffigraph.cuda.views import GpuDimShuffle
+
+    g = GpuArrayType("float32", (None, None))("g")
+    f = function([g], host_from_gpu(GpuDimShuffle(2, (1, 0))(g)), mode=Mode(linker="c|py"))
+    with pytest.raises(CudaError) as info:   # the view's own library loads and runs; the copy back needs CUDA
+        f(FakeCai(np.ones((2, 3), np.float32)))
+    _expect_no_gpu_error(info.value)
+    assert "HostFromGpu" in str(info.value)

@@ -101,6 +101,26 @@ class DeviceArray:
 
     to_host = get
 
+    def copy(self):
+        """A C-contiguous device copy (one device-to-device copy when already contiguous)."""
+        v = self.view
+        if v.strides is not None and any(n > 1 and s != c for n, s, c in
+                                         zip(v.shape, v.strides, _c_strides(v.shape))):
+            return DeviceArray.from_host(self.get())
+        nbytes = self.size * v.dtype.itemsize
+        block = runtime.malloc(nbytes)
+        runtime.memcpy(block, ffi.cast("void *", v.address), nbytes, runtime.MEMCPY_DEVICE_TO_DEVICE,
+                       "cudaMemcpy device to device (%d bytes)" % nbytes)
+        return DeviceArray(int(ffi.cast("uintptr_t", block)), v.shape, v.dtype, None, block, v.device_id)
+
+
+def _c_strides(shape):
+    out, s = [], 1
+    for n in reversed(shape):
+        out.append(s)
+        s *= n
+    return tuple(reversed(out))
+
 
 def to_host(value):
     """numpy copy of any device array (DeviceArray, GPUArray, CAI object); host values pass through."""

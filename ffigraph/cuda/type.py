@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ffigraph.abi import dtype_code
+from ffigraph.cuda.marshal import device_view
 from ffigraph.graph.type import Type
 from ffigraph.linkers.c.interface import CType
 from ffigraph.tensor.ctype import c_element_type
@@ -65,8 +66,6 @@ if (ffg_extract_on(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, FFG_DEV
         return (1,)
 
     def to_c_value(self, value):
-        from ffigraph.cuda.marshal import device_view
-
         return device_view(value, what=str(self))
 
     def from_c_value(self, block):
@@ -108,8 +107,6 @@ class GpuArrayType(GpuArrayCType, Type):
 
     def filter(self, data, strict=False, allow_downcast=None):
         """A device array of this dtype and ndim; host arrays are refused (transfer them explicitly)."""
-        from ffigraph.cuda.marshal import device_view
-
         view = device_view(data, what=str(self))
         if view.dtype != self.numpy_dtype:
             raise TypeError("%s: expected dtype %s, got a device array of %s (device arrays are not cast "
@@ -132,6 +129,13 @@ class GpuArrayType(GpuArrayCType, Type):
         from ffigraph.cuda.device_array import to_host
 
         return self.host_type().values_eq_approx(to_host(a), to_host(b), **kwargs)
+
+    def copy_value(self, value):
+        """A device copy sharing no memory with ``value`` (what DeepCopyOp hands out)."""
+        from ffigraph.cuda.device_array import DeviceArray
+
+        view = device_view(value, what=str(self))
+        return DeviceArray(view.address, view.shape, view.dtype, view.strides, value, view.device_id).copy()
 
     def convert_variable(self, var):
         other = var.type

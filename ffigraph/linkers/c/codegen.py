@@ -182,7 +182,9 @@ class _Generator:
             if var not in seen:
                 raise ValueError("output %s is neither computed nor an input; it must be copied first" % var)
         node_functions, calls = self._nodes()
-        if self.requirements["cuda_sources"]:
+        # device values (even without a kernel, e.g. a view) need the CUDA object: it releases their blocks
+        on_device = any(getattr(v.type, "device", "cpu") != "cpu" for v in seen)
+        if self.requirements["cuda_sources"] or on_device:
             from ffigraph.cuda.prelude import CUDA_PRELUDE
             from ffigraph.cuda.toolchain import cuda_requirements
 
