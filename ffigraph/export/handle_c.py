@@ -404,24 +404,18 @@ RELEASE_CPU = """    ffg_release(h->allocator, o->base);
 """
 
 # A GPU graph's outputs may lie in CUDA memory: those blocks go to cudaFree (through the graph's
-# CUDA object, whose ffg_cuda_release the C side of every GPU graph declares), never to free().
+# CUDA object's ffg_cuda_release, declared by GpuArrayType's support code), never to free().
 RELEASE_CUDA = """    if (o->tensor.device.device_type == FFG_DEVICE_CUDA)
         ffg_cuda_release(NULL, o->base);   /* the handle sets no device allocator: cudaFree */
     else
         ffg_release(h->allocator, o->base);
 """
 
-CUDA_RELEASE_DECL = """
-/* defined in the graph's CUDA object (the .cu prelude): cudaFree, or the device allocator */
-void ffg_cuda_release(const FfgAllocator *allocator, void *ptr);
-"""
-
-
 def handle_source(name, prefix, n_inputs, n_shared, n_outputs, update_targets, cuda=False):
     """The handle layer's C for export ``name`` over the graph library with symbol ``prefix``;
     ``cuda``: the graph has a CUDA part, so outputs on the device are released with cudaFree."""
     n_updates = len(update_targets)
-    text = HANDLE_TEMPLATE % dict(
+    return HANDLE_TEMPLATE % dict(
         release_doc="CPU blocks to the handle's allocator, CUDA blocks to cudaFree" if cuda
         else "the handle's allocator",
         release_body=RELEASE_CUDA if cuda else RELEASE_CPU,
@@ -430,7 +424,3 @@ def handle_source(name, prefix, n_inputs, n_shared, n_outputs, update_targets, c
         m_alloc=max(n_shared, 1), u_alloc=max(n_updates, 1),
         in_alloc=max(n_inputs + n_shared, 1), out_alloc=max(n_outputs + n_updates, 1),
     )
-    if cuda:
-        marker = "/* update j "
-        text = text.replace(marker, CUDA_RELEASE_DECL.lstrip("\n") + "\n" + marker, 1)
-    return text
