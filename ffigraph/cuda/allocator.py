@@ -94,7 +94,9 @@ def current_device_allocator():
 
 def _pycuda_pool():
     try:
-        import pycuda.autoinit  # noqa: F401  (optional extra; needs a driver)
+        from ffigraph.cuda.pycuda_ops import use_primary_context
+
+        use_primary_context()   # optional extra; needs a driver
         from pycuda.tools import DeviceMemoryPool
     except Exception:
         return None

@@ -18,15 +18,26 @@ from ffigraph.graph.op import Op
 
 
 def require_pycuda():
-    """pycuda's autoinit, compiler and gpuarray modules, or ImportError saying how to get them."""
+    """pycuda's compiler and gpuarray modules in the primary context, or ImportError saying how to get them."""
     try:
-        import pycuda.autoinit  # noqa: F401  (makes the primary context current)
+        use_primary_context()
         import pycuda.gpuarray as gpuarray
         from pycuda.compiler import SourceModule
     except ImportError as err:
         raise ImportError("PyCUDA ops need pycuda: pip install ffigraph[cuda] (it builds only where a CUDA "
                           "driver is installed): %s" % err) from None
     return SourceModule, gpuarray
+
+
+def use_primary_context():
+    """Make pycuda work in the device's primary context, the one the CUDA runtime (and so every ffigraph
+    library) uses: memory of one context is not usable from another."""
+    try:
+        import pycuda.autoprimaryctx  # noqa: F401  (pycuda >= 2021.1)
+    except ImportError as err:
+        if "autoprimaryctx" not in str(err):
+            raise
+        import pycuda.autoinit  # noqa: F401  (older pycuda: its own context)
 
 
 def as_gpuarray(value, gpuarray):
