@@ -161,7 +161,10 @@ class _PycudaHolder:
 
 def _pycuda_gpuarray():
     try:
-        import pycuda.gpuarray as gpuarray  # optional extra: ffigraph[cuda]
+        from ffigraph.cuda.pycuda_ops import use_primary_context
+
+        use_primary_context()   # optional extra ffigraph[cuda]; the runtime's context, as our libraries
+        import pycuda.gpuarray as gpuarray
     except Exception:   # not installed, or no driver to initialise it
         return None
     return gpuarray
