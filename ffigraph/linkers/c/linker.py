@@ -66,7 +66,9 @@ class CompiledGraph:
         self.to_c = [None if _is_tensor_type(v.type) else v.type.to_c_value for v in inputs]
         self.from_c = [None if _is_tensor_type(v.type) else v.type.from_c_value for v in self.outputs]
         offer = [v.owner is not None and _is_tensor_type(v.type) for v in self.outputs]
-        self.block = CallBlock(len(inputs), len(self.outputs), [v.type.c_abi_dtype() for v in self.outputs], offer)
+        on_device = [getattr(v.type, "device", "cpu") != "cpu" for v in self.outputs]
+        self.block = CallBlock(len(inputs), len(self.outputs), [v.type.c_abi_dtype() for v in self.outputs], offer,
+                               on_device)
         self.nodes = self.source.nodes
         self.device_allocator = None
         if self.source.requirements.get("cuda_sources"):

@@ -108,7 +108,7 @@ class _OutputArray:
 class CallBlock:
     """Preallocated ABI structs for one library state: inputs, outputs, shape/stride storage, error."""
 
-    def __init__(self, n_inputs, n_outputs, out_dtypes, out_offer):
+    def __init__(self, n_inputs, n_outputs, out_dtypes, out_offer, out_on_device=None):
         self.n_inputs = n_inputs
         self.n_outputs = n_outputs
         self.inputs = ffi.new("FfgTensor[]", max(n_inputs, 1))
@@ -117,6 +117,8 @@ class CallBlock:
         self.err = ffi.new("FfgError *")
         self.out_dtypes = [np.dtype(d) for d in out_dtypes]
         self.out_offer = list(out_offer)            # which outputs may be written into a host array
+        # which outputs live on a GPU (known from their types: no per-call read of the slot's device)
+        self.out_on_device = list(out_on_device or [False] * n_outputs)
         self.out_last_shape = [None] * n_outputs     # shape of the previous result: the next offer
         self.offered = [None] * n_outputs
         # cdata views of each slot, made once (indexing a cdata array allocates)
@@ -210,7 +212,7 @@ class CallBlock:
             self.out_last_shape[k] = shape
             return buf
         dtype = dtype_from_code(t.dtype.code, t.dtype.bits)
-        if t.device.device_type == DEVICE_CUDA:
+        if self.out_on_device[k]:
             return self._device_output(k, o, t, shape, dtype)
         itemsize = dtype.itemsize
         strides = tuple([s * itemsize for s in ffi.unpack(t.strides, t.ndim)]) if t.ndim else ()
