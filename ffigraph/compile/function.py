@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 
+from ffigraph.compile.calllock import OwnedLock, acquire_all, get_ident, release_all, update_lock_of, wait_turn
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import get_mode
 from ffigraph.compile.ops import deep_copy_op
@@ -274,6 +275,10 @@ class Function:
         self._update_targets = list(update_targets)
         self._n_inputs = len(inputs)
         self.trust_input = trust_input
+        # one call at a time per function; updated shared variables locked in one global order
+        self._lock = OwnedLock(self._label())
+        locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
+        self._update_locks = sorted(locks.values(), key=lambda lock: lock.serial)
 
     @property
     def trust_input(self):
@@ -287,11 +292,31 @@ class Function:
     # ---- calling
 
     def __call__(self, *args, **kwargs):
-        direct = self._direct
-        if direct is not None:
-            if self._trusted_plain and not kwargs and len(args) == self._n_inputs:
+        # Calls of one function take turns (see ffigraph.compile.calllock); the fast path of the
+        # lock is inlined, since it is paid on every call.
+        owned = self._lock
+        if not owned.lock.acquire(False):
+            wait_turn(owned)
+        owned.owner = get_ident()
+        try:
+            direct = self._direct
+            if direct is not None and self._trusted_plain and not kwargs and len(args) == self._n_inputs:
                 outs = direct(args)  # the hot path: no filtering, no shared state, no updates
                 return outs[0] if self._single else outs
+            if not self._update_locks:
+                return self._call(args, kwargs)
+            acquire_all(self._update_locks)
+            try:
+                return self._call(args, kwargs)
+            finally:
+                release_all(self._update_locks)
+        finally:
+            owned.owner = None
+            owned.lock.release()
+
+    def _call(self, args, kwargs):
+        """One call, with this function's lock (and its updated variables' locks) held."""
+        if self._direct is not None:
             return self._call_direct(args, kwargs)
         try:
             if self.trust_input and not kwargs:

@@ -89,7 +89,19 @@ def _compiled_node(node):
         found = _compiled.get(key)
     if found is None:
         small, _ = _node_graph(node)
-        found = CompiledGraph(small, annotate=False).call
+        found = _one_at_a_time(CompiledGraph(small, annotate=False).call)
         with _compiled_lock:
             _compiled[key] = found
     return found
+
+
+def _one_at_a_time(call):
+    """The cached library serves every function holding this op, from any thread: its state and
+    call block take one call at a time."""
+    lock = threading.Lock()
+
+    def locked(values):
+        with lock:
+            return call(values)
+
+    return locked

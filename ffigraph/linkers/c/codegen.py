@@ -377,6 +377,7 @@ typedef struct %(P)s_state {
     FfgAllocator device_allocator_copy;
     int64_t out_shape[%(n_out_alloc)d][FFG_MAX_NDIM];
     int64_t out_strides[%(n_out_alloc)d][FFG_MAX_NDIM];
+    int busy;    /* set while a run uses the frame: one state serves one call at a time */
     %(P)s_frame frame;
 %(members)s
 } %(P)s_state;
@@ -486,6 +487,13 @@ __create_fail:
         ffg_set_error(err, FFG_ERR_ABI, -1, "run: the %%s array is NULL", inputs ? "outputs" : "inputs");
         return err->code;
     }
+    /* The frame lives in the state, so two calls at once would overwrite each other's locals:
+       a second thread (or a re-entrant call from an allocator) is refused, not raced. */
+    if (__atomic_exchange_n(&state->busy, 1, __ATOMIC_ACQUIRE)) {
+        ffg_set_error(err, FFG_ERR_RUNTIME, -1, "run: this state is busy with another call; a state "
+                      "serves one call at a time, so create one state per thread");
+        return err->code;
+    }
     f = &state->frame;   /* in the state, not on the stack: a large graph has a large frame */
     for (k = 0; k < n_outputs; ++k) {
         outputs[k].base = NULL;
@@ -493,6 +501,7 @@ __create_fail:
         outputs[k].tensor.data = NULL;
     }
 %(body)s
+    __atomic_store_n(&state->busy, 0, __ATOMIC_RELEASE);
     return err->code;
 }
 """
