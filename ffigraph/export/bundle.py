@@ -123,13 +123,27 @@ def _example_value(var, value, what):
     return _c_value(var.type, value, what)
 
 
+# names the folder's other files and symbols already use: main.c, ffg_npy.[ch], ffigraph_abi.h, ./example,
+# and the ffg_ prefix of the runtime's and the ABI's own functions and macros
+_CLASHING_NAMES = ("main", "example", "ffg_npy", "ffigraph_abi", "makefile", "readme", "ffigraph-export")
+
+
+def export_name(name):
+    """The export's C prefix and file stem for a user-chosen ``name`` (see names.c_identifier): one
+    that would overwrite a file of the folder or clash with a runtime symbol gets a ``graph_`` prefix."""
+    ident = c_identifier(name, "graph")
+    if ident.lower() in _CLASHING_NAMES or ident.lower().startswith("ffg"):
+        ident = "graph_" + ident
+    return ident
+
+
 def make_plan(f, name=None, example_inputs=None):
     """Name every slot and data file of ``f``'s export."""
     fgraph = f.maker.fgraph
     n_in, n_out = len(f.maker.inputs), len(f.maker.outputs)
     _check_no_gpu_shared(fgraph, n_in)
     _check_c_code(fgraph)
-    name = c_identifier(name or f.name, "graph")
+    name = export_name(name or f.name)
     files = UniqueNames(["lib%s.so" % name, name + ".h", name + ".c", name + "_cuda.cu", name + "_cuda.o",
                          "main.c", "Makefile", "README.md", "example", MANIFEST, HEADER_NAME, "libcudart.so"]
                         + list(NPY_FILES))
@@ -372,7 +386,8 @@ def content_digest(plan):
         h.update(repr((cuda.get("nvcc_version"), list(cuda.get("nvcc_flags", ())))).encode())
     for slot in plan.inputs + plan.shared:
         if slot.value is not None:
-            h.update(slot.label.encode() + b"\0" + str(slot.value.dtype).encode() + repr(slot.value.shape).encode())
+            h.update(slot.label.encode("utf-8", "surrogatepass") + b"\0" + str(slot.value.dtype).encode()
+                     + repr(slot.value.shape).encode())
             h.update(slot.value.tobytes())
     return h.hexdigest()
 

@@ -163,10 +163,18 @@ FfgError err;
 """
 
 
+def _md_code(label):
+    """A variable name inside a `code` span of a table row: one line, escaped as in the C comments,
+    with no backtick or | to end the span or the cell."""
+    from ffigraph.linkers.c.codegen import comment_text
+
+    return comment_text(label).replace("`", "\\x60").replace("|", "\\x7c")
+
+
 def readme(plan):
-    data_rows = "".join("| `%s` | the value of shared variable `%s` at export time |\n" % (s.file, s.label)
+    data_rows = "".join("| `%s` | the value of shared variable `%s` at export time |\n" % (s.file, _md_code(s.label))
                         for s in plan.shared)
-    data_rows += "".join("| `%s` | the example value of input `%s` |\n" % (s.file, s.label)
+    data_rows += "".join("| `%s` | the example value of input `%s` |\n" % (s.file, _md_code(s.label))
                          for s in plan.inputs if s.file)
     extra = "" if any(s.file for s in plan.inputs) else (
         "\nThe example fills each input with 0, 1, 2, ... in C order. An axis whose length the type "

@@ -1,6 +1,8 @@
 """The header of one export: typed prototypes and the map of graph variables to ABI slots."""
 from __future__ import annotations
 
+from ffigraph.linkers.c.codegen import comment_text
+
 HEADER_TEMPLATE = r"""/*
  * %(N)s.h -- C interface of the ffigraph export "%(N)s" (generated; do not edit).
  *
@@ -104,7 +106,7 @@ def slot_map(plan):
                  % (plan.name, len(plan.outputs)))
     lines += [" *     %-3d shared %d (%s) <- %s" % (j, t, plan.shared[t].label, label)
               for j, (t, label) in enumerate(plan.updates)] or [" *     (none)"]
-    return "\n".join(line.replace("*/", "* /") for line in lines)
+    return "\n".join(comment_text(line) for line in lines)   # names: escaped, one line each
 
 
 def _index_macros(plan):

@@ -83,7 +83,7 @@ def c_string(text):
     """A C string literal for any text: printable ASCII kept, everything else as octal escapes
     (so a name can hold quotes, newlines or non-ASCII without breaking or changing the source)."""
     out = []
-    for byte in str(text).encode("utf-8"):
+    for byte in str(text).encode("utf-8", "backslashreplace"):
         ch = chr(byte)
         if ch in '"\\?':
             out.append("\\" + ch)
@@ -91,14 +91,42 @@ def c_string(text):
             out.append(ch)
         else:
             out.append("\\%03o" % byte)
-    return '"%s"' % "".join(out)
+    # the source's placeholders are replaced after generation: never spell one in a literal
+    return '"%s"' % "".join(out).replace("FFG_PREFIX", "FFG\\137PREFIX").replace("FFG_SOURCE", "FFG\\137SOURCE")
 
 
 _c_string = c_string
 
 
+def comment_text(text):
+    """``text`` made safe inside a C block comment, on one line: printable ASCII kept, everything
+    else (newlines, NUL, non-ASCII) and every backslash as a visible escape, so no line splice
+    (``*\\`` + newline + ``/``) and no trigraph (``??/``) can join characters into a ``*/``; ``*/`` and
+    ``/*`` themselves are broken up with a space."""
+    out, prev = [], ""
+    for ch in str(text):
+        code = ord(ch)
+        if ch == "\\":
+            out.append("\\x5c")
+        elif ch == "?" and prev == "?":
+            out.append("\\x3f")   # no ??x trigraph
+        elif 32 <= code < 127:
+            out.append(ch)
+        elif code < 256:
+            out.append("\\x%02x" % code)
+        elif code < 0x10000:
+            out.append("\\u%04x" % code)
+        else:
+            out.append("\\U%08x" % code)
+        prev = ch
+    safe = "".join(out).replace("FFG_PREFIX", "FFG\\x5fPREFIX").replace("FFG_SOURCE", "FFG\\x5fSOURCE")
+    while "*/" in safe or "/*" in safe:
+        safe = safe.replace("*/", "* /").replace("/*", "/ *")
+    return safe
+
+
 def _comment(text):
-    return "/* %s */" % str(text).replace("*/", "* /")
+    return "/* %s */" % comment_text(text)
 
 
 class _Names:
