@@ -4,12 +4,12 @@ Build graphs with ``ffigraph.tensor`` (``dmatrix``, ``exp``, ``dot``, ...),
 compile them with ``function`` and share state with ``shared``.
 """
 from ffigraph.config import config
-from ffigraph.compile import In, Mode, Out, function, shared
+from ffigraph.compile import DebugMode, In, Mode, Out, function, shared
 from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
 from ffigraph.gradient import grad, hessian, jacobian, verify_grad
 
 __version__ = "0.1.0"
 
-__all__ = ["config", "function", "shared", "In", "Out", "Mode", "Apply", "Constant",
+__all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "Apply", "Constant",
            "FunctionGraph", "Op", "Type", "Variable", "grad", "jacobian", "hessian", "verify_grad",
            "__version__"]
