@@ -11,6 +11,7 @@ import pytest
 ROOT = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+pytest_plugins = ["one_per_test"]   # --one-per-test: the sanitizer phase's subset (tests/one_per_test.py)
 
 LINKERS = ["py", "c", "c|py"]
 

@@ -54,6 +54,29 @@ def _one_of(*choices):
     return check
 
 
+def _sanitizers(value):
+    """The gcc sanitizers to build with: '' (none), address, undefined or both, "address+undefined"
+    (a comma works too where the value is not inside FFIGRAPH_FLAGS, whose items commas separate)."""
+    if not isinstance(value, str):
+        raise ValueError("must be a string, got %r" % (value,))
+    parts = [p.strip() for p in value.replace("+", ",").split(",") if p.strip()]
+    unknown = [p for p in parts if p not in ("address", "undefined")]
+    if unknown:
+        raise ValueError("must be '', 'address', 'undefined' or 'address+undefined', got %r" % (value,))
+    return ",".join(p for p in ("address", "undefined") if p in parts)
+
+
+def _positive_seconds(value):
+    """A positive, finite number of seconds (a string from FFIGRAPH_FLAGS is parsed)."""
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be a positive number of seconds, got %r" % (value,)) from None
+    if isinstance(value, bool) or not 0 < seconds < float("inf"):
+        raise ValueError("must be a positive number of seconds, got %r" % (value,))
+    return seconds
+
+
 def _non_empty_str(value):
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string, got %r" % (value,))
@@ -67,6 +90,8 @@ _SPEC = {
     "compiledir": (_default_compiledir, _non_empty_str,
                    "directory of compiled libraries (per platform and interpreter)"),
     "cxx": (_default_cxx, _non_empty_str, "C compiler command (defaults to $CC, then gcc)"),
+    "compile_timeout": (lambda: 300.0, _positive_seconds,
+                        "seconds one run of the C compiler (or nvcc) may take before it is killed"),
     "linker": (lambda: "cvm", _non_empty_str, "linker of the default mode (cvm: C where possible)"),
     "mode": (lambda: "FAST_RUN", _non_empty_str, "name of the mode used when function() gets none"),
     "optimizer": (lambda: "fast_run", _non_empty_str, "rewrite query of the default mode"),
@@ -76,6 +101,9 @@ _SPEC = {
     "cuda_arch": (lambda: "auto", _non_empty_str,
                   "GPU architectures to build for: auto (the device's own, else sm_80,sm_90 + PTX) "
                   "or a list like sm_90"),
+    "sanitize": (lambda: "", _sanitizers,
+                 "build generated C with gcc sanitizers: '' (off), address, undefined or address+undefined; "
+                 "address needs libasan preloaded (LD_PRELOAD=$(gcc -print-file-name=libasan.so))"),
 }
 
 

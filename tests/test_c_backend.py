@@ -364,3 +364,18 @@ def test_large_graph_compiles_and_runs():
     g = function([x], y, mode=Mode(linker="py", optimizer=None))
     v = np.linspace(-1, 1, 5)
     np.testing.assert_allclose(f(v), g(v), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint64"])
+def test_integer_overflow_wraps_as_numpy_does(dtype):
+    """Generated C is built with -fwrapv: signed overflow wraps instead of being undefined."""
+    info = np.iinfo(dtype)
+    x, y = T.vector(dtype=dtype, name="x"), T.vector(dtype=dtype, name="y")
+    f = function([x, y], [x + y, x * y, x - y, -x], mode=Mode(linker="c"))
+    a = np.array([info.max, info.min, info.max, 0, info.min], dtype=dtype)
+    b = np.array([1, -1 if info.min < 0 else 1, info.max, info.min, 2], dtype=dtype)
+    with np.errstate(over="ignore"):
+        expected = [a + b, a * b, a - b, -a]
+    for got, want in zip(f(a, b), expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

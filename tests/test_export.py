@@ -20,6 +20,7 @@ import ffigraph.tensor as T
 from ffigraph.compile.mode import Mode
 from ffigraph.export import undefined_symbols
 from ffigraph.linkers.c import CLinker
+from ffigraph.linkers.c.build import sanitize_flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 C_TESTS = os.path.join(HERE, "c")
@@ -268,7 +269,7 @@ def _compile_host(seed, tmp_path, source, compiler, extra=()):
                                                                            os.path.join(C_TESTS, source), npy_obj,
                                                                            "-L", bundle.directory, "-lseed",
                                                                            "-Wl,-rpath," + bundle.directory]
-        + list(extra), tmp_path, os.environ)
+        + list(extra) + sanitize_flags(), tmp_path, os.environ)   # a host of an ASan-built library links ASan
     return exe
 
 

@@ -53,10 +53,17 @@ DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
 ENTRY_POINTS = ("version", "describe", "create", "run", "destroy", "set_allocator")
 
 
+_declared_prefixes = set()
+
+
 def declare_entry_points(prefix: str) -> None:
-    """Tell cffi about one library's five functions (typed by the header's ffg_*_fn)."""
+    """Tell cffi about one library's five functions (typed by the header's ffg_*_fn); once per prefix
+    (a library that failed to load and is rebuilt declares the same names again)."""
     with _cdef_lock:
+        if prefix in _declared_prefixes:
+            return
         ffi.cdef("".join("ffg_%s_fn %s_%s;\n" % (name, prefix, name) for name in ENTRY_POINTS))
+        _declared_prefixes.add(prefix)
 
 
 def expected_layout():

@@ -14,7 +14,7 @@ MAKEFILE_TEMPLATE = """\
 #   make clean      remove what `make` built (the library stays)
 CC = cc
 CFLAGS ?= -O2 -std=c99 -Wall
-HERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+%(sanitize_vars)sHERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 %(cuda_vars)s
 example: main.o ffg_npy.o lib%(N)s.so
 \t$(CC) $(LDFLAGS) -o $@ main.o ffg_npy.o -L. -l%(N)s%(example_libs)s -Wl,-rpath,'$$ORIGIN'%(rpath_link)s -lm
@@ -58,6 +58,23 @@ def _cuda_include_dir(plan):
     return os.path.join(cuda_root(plan.graph.requirements["cuda"]["nvcc"]), "include")
 
 
+SANITIZE_VARS = """\
+# lib%(N)s.so was built with sanitizers (ffigraph.config.sanitize), so the example is too: a program
+# that loads it must link their runtimes itself (AddressSanitizer's must come first)
+CFLAGS += %(compile)s
+LDFLAGS += %(link)s
+"""
+
+
+def _sanitize_vars(name, build_commands):
+    """The Makefile lines that build the example with the sanitizers the library was built with, or ''."""
+    flags = [arg for arg in build_commands[-1] if arg.startswith(("-fsanitize", "-fno-sanitize"))]
+    if not any(arg.startswith("-fsanitize=") for arg in flags):
+        return ""
+    extra = [arg for arg in ("-fno-omit-frame-pointer", "-g") if arg in build_commands[-1]]
+    return SANITIZE_VARS % dict(N=name, compile=_quote(flags + extra), link=_quote(flags))
+
+
 def makefile(plan, build_commands):
     """The Makefile; ``build_commands`` rebuild the library: [C compiler argv] or [nvcc argv, C compiler argv]."""
     # the compiler is make's $(CC), so the rule works where ffigraph's compiler path does not exist
@@ -77,7 +94,8 @@ def makefile(plan, build_commands):
             rules.append("$(CC) " + _quote(command[1:]))
     values = dict(N=plan.name, build="".join("\t%s\n" % rule for rule in rules).rstrip("\n"),
                   library_from="", cuda_vars="", example_libs="", rpath_link="", example_includes="",
-                  flags_includes="", flags_libs="", clean_extra="")
+                  flags_includes="", flags_libs="", clean_extra="",
+                  sanitize_vars=_sanitize_vars(plan.name, build_commands))
     if plan.cuda:
         cuda = plan.graph.requirements["cuda"]
         uses = plan.example_uses_cuda

@@ -32,7 +32,7 @@ from filelock import FileLock
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
-from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text
+from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text, run_tool
 
 META_NAME = "meta.json"
 LIB_NAME = "lib.so"
@@ -113,8 +113,8 @@ def compiler_identity(cc):
         ident = known.get(stamp)
         if ident is None:
             try:
-                out = subprocess.run([path, "--version"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     universal_newlines=True, timeout=60).stdout
+                # in its own process group, killed whole on timeout (a hung wrapper's children too)
+                out = run_tool([path, "--version"], min(60.0, config.compile_timeout))[1]
                 ident = "%s | %s" % (path, out.splitlines()[0] if out else "unknown version")
             except (OSError, subprocess.SubprocessError):
                 ident = "%s | not runnable" % path
@@ -198,6 +198,17 @@ def _discard(path):
         shutil.rmtree(trash, ignore_errors=True)
     except OSError:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def discard_library(lib_path):
+    """Remove the entry that holds ``lib_path`` (a library that would not load), so the next request
+    builds it again; False when the path is not a library of this cache."""
+    entry = os.path.dirname(os.path.abspath(lib_path))
+    if os.path.basename(lib_path) != LIB_NAME or \
+            os.path.dirname(os.path.dirname(entry)) != os.path.join(root(), "entries"):
+        return False
+    _discard(entry)
+    return True
 
 
 def _publish(key, source, requirements, compiler, tmp_root):

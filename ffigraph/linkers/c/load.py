@@ -5,12 +5,18 @@ import os
 import threading
 
 from ffigraph.abi import ABI_VERSION, declare_entry_points, expected_layout, ffi
+from ffigraph.config import config
 from ffigraph.linkers.c import cache
-from ffigraph.linkers.c.build import build_library
+from ffigraph.linkers.c.build import CompileError, _keep_failed, build_library
 
 
 class AbiMismatchError(RuntimeError):
     """A library was built against another ABI version or struct layout."""
+
+
+class LibraryLoadError(CompileError):
+    """The compiler reported success but what it wrote cannot be loaded (not a library, or one without
+    the graph's entry points); the cache entry holding it has been removed."""
 
 
 class LoadedLibrary:
@@ -23,13 +29,19 @@ class LoadedLibrary:
         self.source_path = os.path.join(os.path.dirname(path), cache.SOURCE_NAME) \
             if os.path.basename(path) == cache.LIB_NAME else path[:-3] + ".c"
         self.lib = ffi.dlopen(path)
-        self.version = getattr(self.lib, prefix + "_version")
-        self.describe = getattr(self.lib, prefix + "_describe")
-        self.create = getattr(self.lib, prefix + "_create")
-        self.run = getattr(self.lib, prefix + "_run")
-        self.destroy = getattr(self.lib, prefix + "_destroy")
-        self.set_allocator = getattr(self.lib, prefix + "_set_allocator")
-        self._check_abi()
+        try:
+            self.version = getattr(self.lib, prefix + "_version")
+            self.describe = getattr(self.lib, prefix + "_describe")
+            self.create = getattr(self.lib, prefix + "_create")
+            self.run = getattr(self.lib, prefix + "_run")
+            self.destroy = getattr(self.lib, prefix + "_destroy")
+            self.set_allocator = getattr(self.lib, prefix + "_set_allocator")
+            self._check_abi()
+        except BaseException:
+            # unload it: the dynamic loader would otherwise hand this very library back for a
+            # rebuilt one at the same path (it matches loaded objects by name)
+            ffi.dlclose(self.lib)
+            raise
 
     def _check_abi(self):
         version = self.version()
@@ -73,10 +85,27 @@ def library_for(graph_source, compiler=None):
             path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler)
         if path is None:  # kept for this process only
             path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
-        loaded = LoadedLibrary(path, graph_source.prefix)
+        loaded = _load(path, graph_source.prefix, compiler)
         with _memo_lock:
             _memo[key] = loaded
         return loaded
+
+
+def _load(path, prefix, compiler):
+    """LoadedLibrary(path, prefix); a library that does not load leaves no cache entry behind."""
+    try:
+        return LoadedLibrary(path, prefix)
+    except AbiMismatchError:
+        cache.discard_library(path)
+        raise
+    except (OSError, AttributeError) as err:   # dlopen refused it, or an entry point is missing
+        in_cache = os.path.basename(path) == cache.LIB_NAME
+        source = os.path.join(os.path.dirname(path), cache.SOURCE_NAME) if in_cache else path[:-3] + ".c"
+        kept = _keep_failed(source, prefix + ".c") if os.path.exists(source) else source
+        removed = cache.discard_library(path)
+        raise LibraryLoadError("the library the C compiler built cannot be loaded: %s%s"
+                               % (err, "; its compile cache entry was removed" if removed else ""),
+                               kept, [compiler or config.cxx]) from None
 
 
 def built_libraries():
