@@ -264,7 +264,12 @@ for (d = 0; d < %(nd)d; ++d)
     shape[d] = pieces[0]->shape[d];
 shape[%(axis)d] = 0;
 for (k = 0; k < %(n)d; ++k) {
-%(check)s    shape[%(axis)d] += pieces[k]->shape[%(axis)d];
+%(check)s    if (pieces[k]->shape[%(axis)d] > INT64_MAX - shape[%(axis)d]) {
+        ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
+                      "concatenate along axis %(axis)d: the joined length overflows int64 (the array is too big)");
+        %(fail)s
+    }
+    shape[%(axis)d] += pieces[k]->shape[%(axis)d];
 }
 if (ffg_alloc_array(&%(z)s, %(nd)d, shape, sizeof(%(ctype)s), %(allocator)s, %(err)s))
     %(fail)s

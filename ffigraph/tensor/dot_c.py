@@ -121,10 +121,18 @@ static void ffg_dot_not_aligned(FfgError *err, int x_ndim, const int64_t *x_shap
                   sx, sy, (long long)x_shape[x_ndim - 1], x_ndim - 1, (long long)y_shape[0]);
 }
 
-/* A temporary of n elements of the given size from the allocator; NULL (and err set) on failure. */
+/* A temporary of n elements of the given size from the allocator; NULL (and err set) on failure.
+   n is an operand's size, so n * itemsize fits; checked all the same, so it can never wrap. */
 static void *ffg_dot_temp(int64_t n, size_t itemsize, const FfgAllocator *al, FfgError *err)
 {
-    void *p = ffg_malloc(al, (size_t)n * itemsize);
+    void *p;
+    if (n < 0 || itemsize == 0 || itemsize > (size_t)INT64_MAX || n > INT64_MAX / (int64_t)itemsize
+        || (uint64_t)n * itemsize > (uint64_t)SIZE_MAX) {
+        ffg_set_error(err, FFG_ERR_VALUE, -1, "dot: a temporary of %lld %lld-byte items is too big "
+                      "(its size in bytes overflows)", (long long)n, (long long)itemsize);
+        return NULL;
+    }
+    p = ffg_malloc(al, (size_t)n * itemsize);
     if (p == NULL)
         ffg_set_error(err, FFG_ERR_NOMEM, -1, "dot: could not allocate a temporary of %lld bytes",
                       (long long)(n * (int64_t)itemsize));

@@ -85,6 +85,15 @@ def _broadcast(op, inputs, nd, sub):
         lines.append("        %s" % sub["fail"])
         lines.append("    }")
     lines.append("}")
+    # each input's size fits, but the broadcast shape's element count may not (e.g. (2**32, 1) with
+    # (1, 2**32)): loops and reductions over it count elements in int64, so refuse it (numpy: "too large")
+    lines.append("if (ffg_size_overflows(%d, shape, 1)) {" % nd)
+    lines.append("    char s0[160];")
+    lines.append("    ffg_format_shape(s0, sizeof s0, %d, shape);" % nd)
+    lines.append('    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: the broadcast shape %%s is too large '
+                 '(its number of elements overflows int64)", s0);' % (sub["err"], op))
+    lines.append("    %s" % sub["fail"])
+    lines.append("}")
     return lines
 
 

@@ -385,8 +385,10 @@ def _generate(op, node, x, out, sub):
         out, nk, plan.out_dtype, plan.note)))
     c.add("int64_t out_shape[%d];   /* the kept axes of the input */" % max(nk, 1))
     if plan.kind == "mean":
-        c.add("int64_t count = %s;   /* how many elements each mean is over */"
-              % (" * ".join("%s.shape[%d]" % (x, a) for a in axes) or "1"))
+        # (0 when one is 0: the other lengths of an empty input may be huge, their product overflow)
+        c.add("int64_t count = %s%s;   /* how many elements each mean is over */"
+              % ("".join("%s.shape[%d] == 0 ? 0 : " % (x, a) for a in axes),
+                 " * ".join("%s.shape[%d]" % (x, a) for a in axes) or "1"))
 
     if plan.kind in ORDER_KINDS and axes:
         empty = " || ".join("%s.shape[%d] == 0" % (x, a) for a in axes)
@@ -430,6 +432,8 @@ def _body_into_output(c, plan, x, out, axes, kept):
     c.add("int64_t j;")
     c.add("for (j = 0; j < size; ++j)")
     c.add("    po[j] = %s;" % plan.init)
+    # an empty input adds nothing; its other axes may be huge (walking them would take forever)
+    c.open("if (ffg_size(%d, %s.shape) > 0) {" % (nd, x))
     ibase, obase = "px", "po"
     for d in range(nd - 1):
         c.open("{")
@@ -453,6 +457,7 @@ def _body_into_output(c, plan, x, out, axes, kept):
     for d in range(nd - 1):
         c.close("}")
         c.close("}")
+    c.close("}")
     if plan.kind == "mean":
         c.add("for (j = 0; j < size; ++j)")
         c.add("    po[j] = po[j] / (%s)count;" % OT)
@@ -474,6 +479,9 @@ def _body_per_output(c, plan, x, out, axes, kept):
     c.open("{")
     c.add("%s *po = (%s *)%s.data;   /* the output, written in C order */" % (OT, OT, out))
     c.add("const %s *px = (const %s *)%s.data;" % (IT, IT, x))
+    # an empty input: every output element is the initial value (no walk of its reduced axes,
+    # which may be huge, nor a product of their lengths, which may overflow)
+    c.add("const int x_empty = ffg_size(%d, %s.shape) == 0;" % (plan.ndim, x))
     collapsible = len(axes) >= 2 and axes == tuple(range(axes[0], axes[-1] + 1))
     if collapsible:
         cond = " && ".join("%s.strides[%d] == %s.strides[%d] * %s.shape[%d]" % (x, a, x, a + 1, x, a + 1)
@@ -503,14 +511,19 @@ def _body_per_output(c, plan, x, out, axes, kept):
         c.close("}")
     elif collapsible:
         count = " * ".join("%s.shape[%d]" % (x, a) for a in axes)
-        c.open("if (merged) {")
+        c.open("if (x_empty) {")
+        c.add("/* nothing to fold */")
+        c.close("} else if (merged) {")
+        c.level += 1
         _inner_loop(c, plan, base, count, "%s.strides[%d]" % (x, axes[-1]))
         c.close("} else {")
         c.level += 1
         _reduced_loops(c, plan, x, axes, base)
         c.close("}")
     else:
+        c.open("if (!x_empty) {")
         _reduced_loops(c, plan, x, axes, base)
+        c.close("}")
     c.add("*po++ = %s;" % plan.finish)
 
     for a in reversed(kept):

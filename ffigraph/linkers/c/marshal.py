@@ -36,6 +36,8 @@ def describable(arr):
     for s in arr.strides:
         if s % itemsize:
             return np.ascontiguousarray(arr)
+    if not arr.flags.aligned:   # the library refuses misaligned data (FFG_ERR_VALUE): pass an aligned copy
+        return np.array(arr, order="C", copy=True)
     return arr
 
 

@@ -66,15 +66,28 @@ static int64_t ffg_size(int ndim, const int64_t *shape)
     int64_t n = 1;
     int d;
     for (d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return 0;   /* empty, whatever the other lengths (their product may not fit) */
+    for (d = 0; d < ndim; ++d)
         n *= shape[d];
     return n;
 }
 
-/* 1 when the byte size of an array of this (non-negative) shape does not fit in an int64. */
-static int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
+static void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
+
+/* The byte size of a C-contiguous array of this shape, in *nbytes: 0 on success, -1 when a
+ * length is negative, 1 when the size does not fit in an int64 (or a size_t). Every product
+ * is checked before it is formed, so nothing wraps. */
+static int ffg_array_nbytes(int ndim, const int64_t *shape, size_t itemsize, int64_t *nbytes)
 {
-    int64_t n = itemsize > 0 ? itemsize : 1;
+    int64_t n = itemsize > 0 ? (int64_t)itemsize : 1;
     int d;
+    *nbytes = 0;
+    if (itemsize > (size_t)INT64_MAX)
+        return 1;
+    for (d = 0; d < ndim; ++d)
+        if (shape[d] < 0)
+            return -1;
     for (d = 0; d < ndim; ++d)
         if (shape[d] == 0)
             return 0;   /* empty, whatever the other lengths */
@@ -83,31 +96,68 @@ static int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
             return 1;
         n *= shape[d];
     }
+    if ((uint64_t)n > (uint64_t)SIZE_MAX)
+        return 1;       /* 32-bit hosts */
+    *nbytes = n;
     return 0;
 }
 
-/* Give a a fresh C-contiguous block of the given shape; 0 on success. */
+/* 1 when the byte size of an array of this (non-negative) shape does not fit in an int64. */
+static int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
+{
+    int64_t nbytes;
+    return ffg_array_nbytes(ndim, shape, itemsize > 0 ? (size_t)itemsize : 1, &nbytes) > 0;
+}
+
+/* Give a a fresh C-contiguous block of the given shape; 0 on success. A shape whose size
+ * overflows is FFG_ERR_VALUE (the "array is too big" of array libraries), a block the allocator refuses
+ * FFG_ERR_NOMEM; both messages give the shape, the item size and the bytes asked for. */
 static int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t itemsize,
                            const FfgAllocator *al, FfgError *err)
 {
-    int64_t stride = 1;
-    int64_t n = ffg_size(ndim, shape);
-    int d;
+    int64_t stride = 1, nbytes;
+    int d, status = ffg_array_nbytes(ndim, shape, itemsize, &nbytes);
+    a->owned = NULL;
+    a->in_offered = 0;
+    if (status != 0) {
+        char s[160];
+        ffg_format_shape(s, sizeof s, ndim, shape);
+        if (status < 0)
+            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s: negative dimensions "
+                          "are not allowed", s);
+        else
+            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s of %lld-byte items: "
+                          "the array is too big (its size in bytes overflows %s)", s, (long long)itemsize,
+                          sizeof(size_t) < sizeof(int64_t) ? "size_t" : "int64");
+        return -1;
+    }
     for (d = ndim - 1; d >= 0; --d) {
         a->shape[d] = shape[d];
         a->strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;
+        stride *= shape[d] > 0 ? shape[d] : 1;   /* no overflow: the product of these fits (above) */
     }
-    if (a->offered != NULL && n * (int64_t)itemsize <= a->offered_bytes) {
-        /* an output, and the host's block fits: write there, nothing to hand over */
+    if (a->offered != NULL && nbytes <= a->offered_bytes
+        && (uintptr_t)a->offered % (itemsize < 8 ? (itemsize ? itemsize : 1) : 8) == 0) {
+        /* an output, and the host's block fits (and is aligned for the items): write there,
+           nothing to hand over; a misaligned block is declined (the result is then owned) */
         a->data = a->offered;
-        a->owned = NULL;
         a->in_offered = 1;
         return 0;
     }
-    a->owned = ffg_malloc(al, (size_t)n * itemsize);
+    a->owned = ffg_malloc(al, (size_t)nbytes);
     if (a->owned == NULL) {
-        ffg_set_error(err, FFG_ERR_NOMEM, -1, "could not allocate %lld bytes", (long long)(n * (int64_t)itemsize));
+        static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+        double amount = (double)nbytes;
+        int unit = 0;
+        char s[160];
+        while (amount >= 1024.0 && unit < 6) {
+            amount /= 1024.0;
+            ++unit;
+        }
+        ffg_format_shape(s, sizeof s, ndim, shape);
+        ffg_set_error(err, FFG_ERR_NOMEM, -1, "unable to allocate %.2f %s (%lld bytes) for an array of shape %s "
+                      "of %lld-byte items", amount, units[unit], (long long)nbytes, s, (long long)itemsize);
+        a->data = NULL;
         return -1;
     }
     a->data = (char *)a->owned;
@@ -150,12 +200,49 @@ static const char *ffg_dtype_name(int code, int bits, char *buf, size_t size)
     return buf;
 }
 
+/* What no host memory can be: element 0 (data + byte_offset) not aligned for the dtype (loads
+ * would be misaligned), or a non-empty array whose strides reach further than int64 bytes can
+ * address (offsets would overflow). FFG_ERR_VALUE; 0 when the layout is possible. (Whether the
+ * memory it describes is the host's cannot be checked: the ABI trusts that.) */
+static int ffg_check_layout(const FfgTensor *t, int32_t slot, const char *name, int code, int bits, int ndim,
+                            FfgError *err)
+{
+    int64_t itemsize = bits / 8 > 0 ? bits / 8 : 1, align = code == FFG_DTYPE_COMPLEX ? itemsize / 2 : itemsize;
+    int64_t below = 0, above = 0;   /* bytes reached before and after element 0 */
+    uintptr_t base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    int d;
+    if (ffg_size(ndim, t->shape) == 0)
+        return 0;   /* no element is reached: any pointer and strides will do */
+    if (base < (uintptr_t)t->data || (align > 1 && base % (uintptr_t)align != 0)) {
+        ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: data + byte_offset %s", name,
+                      base < (uintptr_t)t->data ? "wraps around the address space" : "is not aligned for the dtype");
+        return -1;
+    }
+    for (d = 0; t->strides != NULL && d < ndim; ++d) {
+        int64_t s = t->strides[d], steps = t->shape[d] - 1, a = s < 0 ? -s : s, *side = s < 0 ? &below : &above;
+        if (steps == 0 || s == 0)
+            continue;
+        if (s == INT64_MIN || a > INT64_MAX / itemsize / steps || a * itemsize * steps > INT64_MAX - *side) {
+            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: the strides reach beyond what int64 bytes "
+                          "can address (axis %d, stride %lld)", name, d, (long long)s);
+            return -1;
+        }
+        *side += a * itemsize * steps;
+    }
+    if ((uint64_t)below > (uint64_t)base || (uint64_t)above > (uint64_t)(UINTPTR_MAX - base)) {
+        ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: the strides reach past the ends of the address space",
+                      name);
+        return -1;
+    }
+    return 0;
+}
+
 /* Read an input slot into an array local, checking what the type promises. */
 static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const char *name, int check,
                           int32_t device_type, int code, int bits, int ndim, const int64_t *static_shape,
                           FfgError *err)
 {
-    int d;
+    int d, empty;
     int64_t stride = 1;
     a->data = NULL;
     a->owned = NULL;   /* first, so c_cleanup is safe whatever check fails */
@@ -203,13 +290,19 @@ static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const 
             ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: data pointer is NULL", name);
             return -1;
         }
+        if (ffg_check_layout(t, slot, name, code, bits, ndim, err))
+            return -1;
     }
     a->data = (char *)t->data + t->byte_offset;
     a->owned = NULL;
+    empty = ffg_size(ndim, t->shape) == 0;
     for (d = ndim - 1; d >= 0; --d) {
         a->shape[d] = t->shape[d];
-        a->strides[d] = t->strides ? t->strides[d] : stride;
-        stride *= t->shape[d];
+        /* an empty array reaches no element: strides 0, so that no offset into it (an index on a
+           huge axis) can overflow, whatever lengths and strides it came with */
+        a->strides[d] = empty ? 0 : t->strides ? t->strides[d] : stride;
+        if (!empty)
+            stride *= t->shape[d];
     }
     return 0;
 }
