@@ -20,7 +20,7 @@ import ffigraph.tensor as T
 from ffigraph.compile.mode import Mode
 from ffigraph.export import undefined_symbols
 from ffigraph.linkers.c import CLinker
-from ffigraph.linkers.c.build import sanitize_flags
+from ffigraph.linkers.c.sanitize import sanitize_flags
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 C_TESTS = os.path.join(HERE, "c")

@@ -18,8 +18,9 @@ import pytest
 
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
-from ffigraph.linkers.c.build import (SanitizerRuntimeError, asan_runtime_loaded, compiler_command,
-                                     sanitize_flags, tool_env)
+from ffigraph.linkers.c.build import compiler_command
+from ffigraph.linkers.c.sanitize import SanitizerRuntimeError, asan_runtime_loaded, sanitize_flags
+from ffigraph.linkers.c.tool import tool_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -124,7 +125,7 @@ def test_without_the_runtime_the_error_says_how_to_run(tmp_path):
     script = textwrap.dedent("""
         import numpy as np
         import ffigraph, ffigraph.tensor as T
-        from ffigraph.linkers.c.build import SanitizerRuntimeError
+        from ffigraph.linkers.c.sanitize import SanitizerRuntimeError
         x = T.dvector("x")
         try:
             ffigraph.function([x], x + 1)

@@ -12,6 +12,8 @@ import threading
 
 from ffigraph.abi import HEADER_PATH
 from ffigraph.config import config
+from ffigraph.linkers.c.sanitize import check_sanitizer_runtime, sanitize_flags
+from ffigraph.linkers.c.tool import run_tool, signal_name
 
 # -fwrapv: integer arithmetic wraps, as numpy's does (signed overflow would otherwise be undefined)
 BASE_FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing", "-fwrapv"]
@@ -45,68 +47,6 @@ def _private_workdir():
             _workdir = tempfile.mkdtemp(prefix="ffigraph-build-")
             atexit.register(shutil.rmtree, _workdir, True)
         return _workdir
-
-
-# config.sanitize adds these after -fsanitize=...: the first finding stops the process (a test
-# cannot pass over it), stacks are readable; -O0 instead of -O3 keeps builds quick (a third faster than -O1)
-SANITIZE_FLAGS = ["-fno-sanitize-recover=all", "-fno-omit-frame-pointer", "-g"]
-SANITIZE_HOWTO = ("run Python with the runtime preloaded and leak checking off (the interpreter itself "
-                  "keeps memory at exit), e.g.\n"
-                  "  LD_PRELOAD=\"$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)\" "
-                  "ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 "
-                  "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 python ...\n"
-                  "or unset config.sanitize")
-
-
-class SanitizerRuntimeError(RuntimeError):
-    """config.sanitize asks for AddressSanitizer but its runtime is not loaded in this process."""
-
-
-def sanitize_flags(sanitize=None):
-    """Compile-and-link flags for ``sanitize`` (default: config.sanitize); [] when it is off."""
-    sanitize = config.sanitize if sanitize is None else sanitize
-    return ["-fsanitize=" + sanitize] + SANITIZE_FLAGS if sanitize else []
-
-
-_asan_loaded = []
-
-
-def asan_runtime_loaded():
-    """True when libasan is in this process (preloaded): only then can an ASan-built library be loaded."""
-    if not _asan_loaded:
-        import ctypes
-
-        try:
-            found = hasattr(ctypes.CDLL(None), "__asan_init")
-        except OSError:
-            found = False
-        if not found:
-            return False
-        _asan_loaded.append(True)
-    return True
-
-
-def tool_env():
-    """The compiler's environment: ours (None), less a preloaded sanitizer runtime, which would only
-    make gcc itself twice as slow."""
-    preload = os.environ.get("LD_PRELOAD", "")
-    if "san" not in preload:
-        return None
-    kept = [p for p in preload.replace(":", " ").split()
-            if not os.path.basename(p).startswith(("libasan", "libubsan", "liblsan", "libtsan"))]
-    env = dict(os.environ)
-    if kept:
-        env["LD_PRELOAD"] = " ".join(kept)
-    else:
-        del env["LD_PRELOAD"]
-    return env
-
-
-def check_sanitizer_runtime():
-    """Raise SanitizerRuntimeError, saying how to run, rather than let ASan abort the process at dlopen."""
-    if "address" in config.sanitize.split(",") and not asan_runtime_loaded():
-        raise SanitizerRuntimeError("ffigraph.config.sanitize=%r builds libraries with AddressSanitizer, whose "
-                                    "runtime is not loaded in this process; %s" % (config.sanitize, SANITIZE_HOWTO))
 
 
 def compiler_command(requirements, compiler=None):
@@ -162,55 +102,6 @@ def _compile_cuda(requirements, directory, name):
     return obj_path
 
 
-def _kill_group(proc):
-    """Kill the compiler and every process it started (they share its new session's process group)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (OSError, AttributeError):   # already gone (or no process groups here): the child at least
-        try:
-            proc.kill()
-        except OSError:
-            pass
-
-
-def _reap(proc):
-    """Collect a killed compiler's exit status and whatever output it wrote, without waiting on a
-    grandchild that escaped the group and still holds the pipe."""
-    try:
-        return proc.communicate(timeout=5)[0] or ""
-    except subprocess.TimeoutExpired:
-        if proc.stdout is not None:
-            proc.stdout.close()
-        proc.wait()
-        return ""
-
-
-def _signal_name(number):
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return str(number)
-
-
-def run_tool(command, timeout):
-    """Run ``command`` in a session of its own: (exit status, output). Past ``timeout`` seconds (or on
-    an interrupt) it is killed with every process it started (cc1, as, ld, or whatever a wrapper
-    script runs), not just the driver, and subprocess.TimeoutExpired (with its output) is raised.
-    OSError when it cannot be started."""
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                            start_new_session=True, env=tool_env())
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        raise subprocess.TimeoutExpired(command, timeout, output=_reap(proc)) from None
-    except BaseException:
-        _kill_group(proc)
-        _reap(proc)
-        raise
-    return proc.returncode, output
-
-
 def _run(command, src_path, keep_name, what):
     """Run one compiler command; CompileError (CompileTimeout past config.compile_timeout) on failure."""
     label = "nvcc" if what == "nvcc" else "the C compiler"
@@ -230,7 +121,7 @@ def _run(command, src_path, keep_name, what):
     if returncode < 0:
         output = output.strip()
         raise CompileError("%s crashed (signal %s)%s"
-                           % (label, _signal_name(-returncode), ":\n" + output if output else ""),
+                           % (label, signal_name(-returncode), ":\n" + output if output else ""),
                            _keep_failed(src_path, keep_name), command, returncode)
     if returncode != 0:
         raise CompileError("%s failed (exit %d):\n%s" % ("C compilation" if what != "nvcc" else "nvcc",

@@ -32,7 +32,8 @@ from filelock import FileLock
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
-from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text, run_tool
+from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text
+from ffigraph.linkers.c.tool import run_tool
 
 META_NAME = "meta.json"
 LIB_NAME = "lib.so"
