@@ -287,6 +287,18 @@ def test_two_threads_two_handles_from_c(seed, tmp_path):
     assert lines == ["thread 0: calls 3000, mismatches 0, errors 0", "thread 1: calls 3000, mismatches 0, errors 0"]
 
 
+def test_one_handle_shared_by_two_threads_refuses_overlap_and_never_races(seed, tmp_path):
+    """Misuse of the one-handle-per-thread rule: each call succeeds with right values or gets
+    FFG_ERR_RUNTIME 'busy'; nothing else (how many overlap depends on the scheduler)."""
+    exe = _compile_host(seed, tmp_path, "export_shared_handle.c", "gcc", ["-pthread"])
+    out = run([exe], tmp_path, seed[2], check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = re.match(r"calls 200000, ok (\d+), refused busy (\d+), mismatches 0, other errors 0$", out.stdout.strip())
+    assert found, out.stdout
+    print(out.stdout.strip())
+    assert int(found.group(1)) + int(found.group(2)) == 200000 and int(found.group(1)) > 0
+
+
 def test_bad_input_from_c_gives_codes_and_messages(seed, tmp_path):
     exe = _compile_host(seed, tmp_path, "export_bad_input.c", "gcc")
     out = run([exe], tmp_path, seed[2], check=False)
