@@ -28,6 +28,7 @@ from ffigraph.graph.op import Op
 from ffigraph.linkers.basic import Linker, make_storage_map, sequence_thunks
 from ffigraph.linkers.c.codegen import node_has_c_code
 from ffigraph.linkers.c.linker import OpWiseCLinker
+from ffigraph.linkers.c.marshal import UnownedOutputError
 
 PY, C = "perform", "C code"
 
@@ -286,8 +287,8 @@ class _NodeRunner:
         try:
             thunk()
             outputs = [cells[v][0] for v in node.outputs]
-        except RuntimeError as err:
-            raise _unmapped_c_view(node, err) or err
+        except UnownedOutputError as err:
+            raise _unmapped_c_view(node, err) from None
         finally:
             for cell in cells.values():  # hold no reference between calls
                 cell[0] = None
@@ -304,12 +305,9 @@ def _unmapped_c_view(node, err):
     view_map, so a C output using an input's memory that view_map does not list
     comes back as neither owned nor a declared view.
     """
-    text = str(err.args[0]) if err.args else ""
-    if "neither its own memory nor an input to view" not in text:
-        return None
-    k = int(text.split()[1]) if text.startswith("output ") else 0
+    k = err.output_index
     return BadViewMap("C code of %s returned output %d in memory it does not own (an input's?), and "
-                      "view_map %r lists no input for it: %s" % (node.op, k, node.op.view_map, text),
+                      "view_map %r lists no input for it: %s" % (node.op, k, node.op.view_map, err),
                       node, k, None, C)
 
 

@@ -57,6 +57,15 @@ def _data_pointer(arr):
         return ffi.cast("void *", arr.__array_interface__["data"][0])
 
 
+class UnownedOutputError(RuntimeError):
+    """An output slot came back neither owning its memory nor viewing an input it declared (C code
+    that returned memory it does not own: DebugMode reports it as an undeclared view)."""
+
+    def __init__(self, message, output_index):
+        super().__init__(message)
+        self.output_index = output_index
+
+
 class DeviceView:
     """What the ABI needs of one device array (made by ``ffigraph.cuda.marshal``); ``owner`` keeps its
     memory alive."""
@@ -225,7 +234,7 @@ class CallBlock:
         elif alias >= 0:
             keep = self.data_refs[alias][0]  # the array the slot describes (a copy when strides were odd)
         else:
-            raise RuntimeError("output %d came back with neither its own memory nor an input to view" % k)
+            raise UnownedOutputError("output %d came back with neither its own memory nor an input to view" % k, k)
         interface = {"data": (address, False), "shape": shape, "strides": strides,
                      "typestr": dtype.str, "version": 3}
         return np.asarray(_OutputArray(interface, keep))
@@ -241,7 +250,8 @@ class CallBlock:
         elif o.alias_of >= 0:
             keep = self.data_refs[o.alias_of][0]
         else:
-            raise RuntimeError("device output %d came back with neither its own memory nor an input to view" % k)
+            raise UnownedOutputError("device output %d came back with neither its own memory nor an input to "
+                                     "view" % k, k)
         return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
 
     def release_inputs(self):
