@@ -99,7 +99,7 @@ def test_source_structure(case, dtype, no_cublas):
     assert text.count("__shared__") == 2 and "__syncthreads();" in text
     assert "ffg_cu_t_tiled<<<grid, block>>>" in text
     assert "ffg_cu_check_call(" in text and text.count("ffg_cu_check_tensor(") == 2
-    assert "ffg_cu_alloc(device_alloc," in text and "ffg_cu_set_output(&outputs[0]" in text
+    assert "ffg_cu_alloc_array(device_alloc," in text and "ffg_cu_set_output(&outputs[0]" in text
     assert "cudaMemsetAsync" in text   # K == 0
     for word in ("Python.h", "numpy", "Py_", "PyObject", "cublas"):
         assert word not in text

@@ -86,7 +86,7 @@ def _check_source(text, symbol):
     assert "Python.h" not in text and "numpy" not in text.lower()
     assert HOST_HELPER.search(text) is None   # device code calls the ffg_dev_ twins only
     assert text.count("{") == text.count("}")
-    for needed in ("ffg_cu_check_call", "ffg_cu_alloc(device_alloc", "ffg_cu_set_output", "ffg_cu_launched",
+    for needed in ("ffg_cu_check_call", "ffg_cu_alloc", "ffg_cu_set_output", "ffg_cu_launched",
                    "> 0) {   /* an empty"):
         assert needed in text, needed
 

@@ -398,7 +398,10 @@ FFG_CU_LAUNCHER int32_t %(symbol)s(%(params)s)
 
     /* the result: M x N elements, C-contiguous */
     %(out_shape)s
-    data = ffg_cu_alloc(device_alloc, (size_t)(M * N) * sizeof(%(T)s), err);
+    {
+        const int64_t mn[2] = {M, N};
+        data = ffg_cu_alloc_array(device_alloc, 2, mn, sizeof(%(T)s), err);
+    }
     if (data == NULL)
         return err->code != FFG_OK ? err->code : FFG_ERR_NOMEM;
     ffg_cu_set_output(&outputs[0], data, FFG_DEVICE_CUDA, %(ocode)d, %(obits)d, %(ond)d, out_shape);

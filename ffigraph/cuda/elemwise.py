@@ -493,7 +493,7 @@ def _allocate(node, nd, messages):
                   "    goto fail;"]
     lines.append("/* the outputs: fresh C-contiguous device arrays */")
     for k, v in enumerate(node.outputs):
-        lines += ["owned[%d] = ffg_cu_alloc(device_alloc, (size_t)ffg_cu_size(%d, oshape[%d]) * sizeof(%s), err);"
+        lines += ["owned[%d] = ffg_cu_alloc_array(device_alloc, %d, oshape[%d], sizeof(%s), err);"
                   % (k, nd, k, c_element_type(v.type.dtype)),
                   "if (owned[%d] == NULL)" % k,
                   "    goto fail;",

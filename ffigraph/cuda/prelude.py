@@ -227,6 +227,27 @@ static int64_t ffg_cu_size(int ndim, const int64_t *shape)
     return n;
 }
 
+/* A C-contiguous device block for this shape, its byte size checked before any product is
+   formed (a size past int64 is FFG_ERR_VALUE, "too big", never a wrapped small block). */
+static void *ffg_cu_alloc_array(const FfgAllocator *al, int ndim, const int64_t *shape, size_t itemsize,
+                                FfgError *err)
+{
+    int64_t n = (int64_t)itemsize;
+    int d;
+    for (d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return ffg_cu_alloc(al, 0, err);
+    for (d = 0; d < ndim; ++d) {
+        if (shape[d] < 0 || shape[d] > INT64_MAX / n) {
+            ffg_cu_error(err, FFG_ERR_VALUE, -1, "the result is too big: its byte size does not fit in "
+                         "64 bits (axis %d has length %lld)", d, (long long)shape[d]);
+            return NULL;
+        }
+        n *= shape[d];
+    }
+    return ffg_cu_alloc(al, (size_t)n, err);
+}
+
 /* A tensor's strides in elements (C order when t->strides is NULL). */
 static void ffg_cu_strides(const FfgTensor *t, int64_t *strides)
 {
