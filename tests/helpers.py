@@ -101,3 +101,18 @@ def skip_without_c_code(mode, *dtypes):
 
     if getattr(mode.linker, "name", "") == "c" and any(np.dtype(d).kind == "c" for d in dtypes):
         pytest.skip("no C code for complex dtypes yet: the strict whole-graph C linker cannot run this graph")
+
+
+def _asan_in_process():
+    from ffigraph.linkers.c.sanitize import asan_runtime_loaded
+
+    return asan_runtime_loaded()
+
+
+def rss_check_skip():
+    """A skipif marker for tests that measure the resident size: under AddressSanitizer that says
+    nothing, as its quarantine keeps freed blocks (the sanitizer phase leaves leaks to valgrind)."""
+    import pytest
+
+    return pytest.mark.skipif(_asan_in_process(), reason="resident size says nothing under AddressSanitizer "
+                                                          "(its quarantine keeps freed blocks)")

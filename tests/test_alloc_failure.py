@@ -16,6 +16,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.compile.mode import Mode
+from helpers import rss_check_skip
 
 C_LINKERS = ["c", "c|py", "cvm"]
 EIB4 = 2 ** 62   # bytes: refused by malloc immediately (beyond any address space)
@@ -118,6 +119,7 @@ def _rss_bytes():
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@rss_check_skip()
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc to read the resident size")
 def test_failed_call_frees_what_earlier_nodes_allocated(linker):
     """exp(x) is a real 1 MiB block; the next node's 4 EiB output fails: the 1 MiB must be released."""

@@ -16,6 +16,7 @@ from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp, CompileError
 from ffigraph.linkers.c.load import AbiMismatchError, LoadedLibrary, built_libraries
 from ffigraph.linkers.c.build import build_library
+from helpers import rss_check_skip
 
 C_LINKERS = ["c", "c|py"]
 
@@ -305,6 +306,7 @@ def _rss_kb():
     raise RuntimeError("no VmRSS")
 
 
+@rss_check_skip()
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc to read RSS")
 def test_no_leak_over_many_calls_and_failures(cmode):
     import gc
