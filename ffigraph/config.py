@@ -77,6 +77,17 @@ def _positive_seconds(value):
     return seconds
 
 
+def _boolean(value):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be True or False, got %r" % (value,))
+
+
 def _non_empty_str(value):
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string, got %r" % (value,))
@@ -101,6 +112,9 @@ _SPEC = {
     "cuda_arch": (lambda: "auto", _non_empty_str,
                   "GPU architectures to build for: auto (the device's own, else sm_80,sm_90 + PTX) "
                   "or a list like sm_90"),
+    "profile": (lambda: False, _boolean,
+                "profile every function compiled without an explicit profile= (f.profile; the summaries "
+                "are printed to stderr at exit, as Theano does)"),
     "sanitize": (lambda: "", _sanitizers,
                  "build generated C with gcc sanitizers: '' (off), address, undefined or address+undefined; "
                  "address needs libasan preloaded (LD_PRELOAD=$(gcc -print-file-name=libasan.so))"),

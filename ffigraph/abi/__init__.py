@@ -51,6 +51,7 @@ DEVICE_CPU = _const("FFG_DEVICE_CPU")
 DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
 
 ENTRY_POINTS = ("version", "describe", "create", "run", "destroy", "set_allocator")
+OPTIONAL_ENTRY_POINTS = ("profile",)   # only in libraries generated with profiling on
 
 
 _declared_prefixes = set()
@@ -62,7 +63,9 @@ def declare_entry_points(prefix: str) -> None:
     with _cdef_lock:
         if prefix in _declared_prefixes:
             return
-        ffi.cdef("".join("ffg_%s_fn %s_%s;\n" % (name, prefix, name) for name in ENTRY_POINTS))
+        # declaring a symbol the library lacks is harmless: cffi looks it up on first access
+        ffi.cdef("".join("ffg_%s_fn %s_%s;\n" % (name, prefix, name)
+                         for name in ENTRY_POINTS + OPTIONAL_ENTRY_POINTS))
         _declared_prefixes.add(prefix)
 
 

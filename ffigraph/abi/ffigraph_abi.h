@@ -14,6 +14,10 @@
  *   int32_t               P_set_allocator(void *state, int32_t device_type, const FfgAllocator *);
  *                         where memory on another device (FFG_DEVICE_CUDA) comes from; NULL, or
  *                         never called, means the device's own (cudaMalloc/cudaFree).
+ * and, since 1.2, only in a library generated with profiling on:
+ *   int32_t               P_profile(void *state, FfgProfile *out);
+ *                         per-node call counts and times, and the last shape of every node output.
+ *                         A library built without profiling has no such symbol and no timing code.
  *
  * Life cycle (as in SQLite):
  *   1. check P_version() == FFG_ABI_VERSION and the layout in P_describe();
@@ -45,7 +49,7 @@ extern "C" {
 
 /* ffigraph-cdef-begin */
 
-#define FFG_ABI_VERSION 1001
+#define FFG_ABI_VERSION 1002
 #define FFG_MAX_NDIM 32
 #define FFG_ERROR_MESSAGE_SIZE 512
 
@@ -175,6 +179,37 @@ typedef int32_t ffg_run_fn(void *state, const FfgTensor *inputs, int32_t n_input
 typedef void ffg_destroy_fn(void *state);
 typedef int32_t ffg_set_allocator_fn(void *state, int32_t device_type, const FfgAllocator *allocator);
 
+/*
+ * Profiling (since 1.2). Counters accumulate over the state's life; a host wanting the figures of
+ * some calls only subtracts two readings. Times are CLOCK_MONOTONIC nanoseconds.
+ */
+typedef struct FfgNodeProfile {
+    int64_t calls;            /* runs of the node, failed ones included */
+    int64_t total_ns;         /* time inside the node, summed over those runs */
+} FfgNodeProfile;
+
+typedef struct FfgValueProfile {
+    int32_t node;             /* the node computing it, in execution order */
+    int32_t output;           /* which output of that node */
+    int32_t ndim;             /* -1 until the node first succeeds, or when its type cannot say */
+    int32_t reserved;
+    int64_t nbytes;           /* bytes of its elements after the node's last successful run */
+    int64_t shape[32];        /* FFG_MAX_NDIM; its shape after that run (ndim entries) */
+} FfgValueProfile;
+
+typedef struct FfgProfile {
+    int64_t runs;             /* P_run calls that got past the argument checks */
+    int64_t total_ns;         /* their time inside P_run: inputs, nodes, outputs and cleanup */
+    int32_t n_nodes;
+    int32_t n_values;
+    const FfgNodeProfile *nodes;    /* n_nodes entries, in execution order */
+    const FfgValueProfile *values;  /* n_values entries: every node output, node by node */
+} FfgProfile;
+
+/* Fills *out with pointers into the state: valid until the next P_run or P_destroy on it.
+   FFG_ERR_ABI when state or out is NULL. Call it between runs, from the thread that runs them. */
+typedef int32_t ffg_profile_fn(void *state, FfgProfile *out);
+
 /* ffigraph-cdef-end */
 
 /* The layout a library reports in FfgDescription.layout, in this order. */
@@ -210,6 +245,7 @@ FFG_STATIC_ASSERT(offsetof(FfgTensor, strides) == 2 * sizeof(void *) + 16, "DLTe
 FFG_STATIC_ASSERT(offsetof(FfgTensor, byte_offset) == 3 * sizeof(void *) + 16, "DLTensor.byte_offset");
 FFG_STATIC_ASSERT(sizeof(FfgTensor) == 3 * sizeof(void *) + 24, "sizeof(DLTensor)");
 FFG_STATIC_ASSERT(sizeof(((FfgError *)0)->message) == FFG_ERROR_MESSAGE_SIZE, "FfgError.message");
+FFG_STATIC_ASSERT(sizeof(((FfgValueProfile *)0)->shape) == FFG_MAX_NDIM * sizeof(int64_t), "FfgValueProfile.shape");
 
 /* Marks the five entry points as the library's only exported symbols. */
 #if defined(_WIN32)

@@ -336,7 +336,7 @@ class DebugLinker(Linker):
         storage_map = make_storage_map(fgraph, input_storage)
         self.runners = [_NodeRunner(node, storage_map, self.no_recycling, self.compiler, self.check_py,
                                     self.check_c) for node in order]
-        thunk = sequence_thunks(fgraph, order, self.runners, storage_map)
+        thunk = sequence_thunks(fgraph, order, self.runners, storage_map, self.profile)
         return thunk, [storage_map[v] for v in fgraph.inputs], [storage_map[v] for v in fgraph.outputs]
 
     def describe_nodes(self):

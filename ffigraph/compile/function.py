@@ -12,24 +12,50 @@ The pipeline, in order:
 from __future__ import annotations
 
 import os
+from time import perf_counter as _perf_counter
 
 from ffigraph.compile.calllock import OwnedLock, acquire_all, get_ident, release_all, update_lock_of, wait_turn
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import get_mode
 from ffigraph.compile.ops import deep_copy_op
+from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
+    recording_compile_times
 from ffigraph.compile.sharedvalue import SharedVariable
 from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs
+from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph, MissingInputError
 
 
 def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=None,
-             trust_input=False, allow_input_downcast=None, on_unused_input="raise"):
+             trust_input=False, allow_input_downcast=None, on_unused_input="raise", profile=None):
     """Compile a callable computing ``outputs`` from ``inputs``.
 
     outputs: a Variable (the call returns one value), a list (returns a list),
     or None. updates: (shared, new_value) pairs applied after each call.
     givens: (variable, replacement) pairs substituted before compiling.
+    profile: True records every call and node (``f.profile``, a ProfileStats);
+    None follows ``config.profile``. Off, the function and its C carry no timing code.
     """
+    if profile is None:
+        profile, from_config = config.profile, config.profile
+    elif isinstance(profile, bool):
+        from_config = False
+    else:
+        raise TypeError("function(profile=...) must be True, False or None, got %r" % (profile,))
+    times = CompileTimes()
+    with recording_compile_times(times):
+        f = _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast,
+                     on_unused_input, profile)
+    f.maker.compile_times = times
+    if profile:
+        f.profile.compile_times = times
+        if from_config:
+            print_at_exit(f.profile)
+    return f
+
+
+def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast, on_unused_input,
+             profile):
     ins = _normalise_inputs(inputs, allow_input_downcast)
     outs, single = _normalise_outputs(outputs)
     upd = _normalise_updates(updates)
@@ -44,18 +70,25 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
     fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, out_vars + upd_values)
     fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
-    mode.optimize(fgraph)
-    _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))
+    with compile_phase("rewrite"):
+        mode.optimize(fgraph)
+        _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))
     fgraph.update_slots = list(range(len(outs), len(outs) + len(upd)))
     linker = mode.new_linker().accept(fgraph)
+    if profile:
+        linker.profile = True
     input_cells = [[None] for _ in ins] + [s.container.storage for s in shared_vars]
     thunk, in_cells, out_cells = linker.make_thunk(input_storage=input_cells)
     update_targets = [shared_vars.index(s) for s, _ in upd]
-    f = Function(
+    f = (ProfiledFunction if profile else Function)(
         name=name, inputs=ins, outputs=outs, single=single, fgraph=fgraph, mode=mode, linker=linker,
         thunk=thunk, input_cells=in_cells[:len(ins)], output_cells=out_cells,
         shared=shared_vars, update_targets=update_targets, trust_input=trust_input,
     )
+    if profile:
+        f.profile.attach(getattr(thunk, "nodes", None) or fgraph.toposort(),
+                         [how for _, how in linker.describe_nodes()], getattr(thunk, "profile_recorder", None),
+                         _linker_label(linker))
     if getattr(linker, "c_callable", False):  # Theano's CLinker(c_callable=True): export as it compiles
         from ffigraph.export.bundle import export_to_cache
 
@@ -275,6 +308,7 @@ class Function:
         self._update_targets = list(update_targets)
         self._n_inputs = len(inputs)
         self.trust_input = trust_input
+        self.profile = None   # a ProfiledFunction's ProfileStats
         # one call at a time per function; updated shared variables locked in one global order
         self._lock = OwnedLock(self._label())
         locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
@@ -428,6 +462,18 @@ class Function:
         whole-graph library; None for linkers that build no single library (py, c|py)."""
         return self.fn.filename
 
+    def c_source(self):
+        """The C this function runs, as generated: the whole-graph library's translation unit
+        (linker c, or cvm when every node has C code), or each node's own unit in order (c|py).
+        The built artifacts are in ``library_dir``."""
+        linker = self.maker.linker
+        source = getattr(linker, "source", None)
+        if source is None:
+            raise ValueError("%s was compiled with linker %r, which generates no C; compile it with "
+                             "mode=Mode(linker='cvm') (or 'c', 'c|py') to see its C"
+                             % (self._label(), getattr(linker, "name", linker)))
+        return source()
+
     def export(self, directory, name=None, example_inputs=None):
         """Write this function as a self-contained C library folder and return its paths.
 
@@ -454,6 +500,30 @@ class Function:
 
     def __repr__(self):
         return "<Function %s: %s>" % (self.name or "", ", ".join(map(str, self.fgraph.outputs)))
+
+
+class ProfiledFunction(Function):
+    """A Function compiled with profile=True: each call is timed into ``self.profile``.
+    A subclass, so that a function without profiling runs Function.__call__ untouched."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.profile = ProfileStats(self.name)
+
+    def __call__(self, *args, **kwargs):
+        start = _perf_counter()
+        try:
+            return Function.__call__(self, *args, **kwargs)
+        finally:
+            self.profile.add_call(_perf_counter() - start)
+
+
+def _linker_label(linker):
+    chosen = getattr(linker, "chosen", None)
+    name = getattr(linker, "name", type(linker).__name__)
+    if chosen is not None:
+        return "%s (chose %s)" % (name, getattr(chosen, "name", chosen))
+    return name
 
 
 _MISSING = object()

@@ -48,6 +48,10 @@ if (ffg_extract_on(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, FFG_DEV
                                                   ndim=self.ndim, shape=sub["out_shape"],
                                                   strides=sub["out_strides"], alias=sub["alias_of"]))
 
+    def c_profile_value(self, name, sub):
+        """Record this value's shape and bytes after its node ran (profiled libraries only)."""
+        return "ffg_profile_array(%s, &%s, %d, %d);" % (sub["record"], name, self.ndim, self.numpy_dtype.itemsize)
+
     def c_cleanup(self, name, sub):
         # device blocks go back to the device allocator (ffg_cu_release lives in the .cu prelude's C twin)
         return "ffg_cuda_release(%(alloc)s, %(name)s.owned);\n%(name)s.owned = NULL;" % dict(

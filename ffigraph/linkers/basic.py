@@ -44,6 +44,7 @@ class Linker:
     """Base: ``accept(fgraph)`` returns a linker bound to that graph; ``make_thunk`` builds it."""
 
     name = "linker"
+    profile = False   # function(profile=True) sets it before make_thunk: time every node
 
     def __init__(self):
         self.fgraph = None
@@ -103,12 +104,21 @@ def annotate_node_error(err, node, position, fgraph):
     return err
 
 
-def sequence_thunks(fgraph, order, node_thunks, storage_map):
+def sequence_thunks(fgraph, order, node_thunks, storage_map, profile=False):
     """One thunk running ``node_thunks`` in order, naming the node when one fails.
 
     The cells that nodes write are cleared first, so no result of an earlier
-    call is ever reused or returned twice.
+    call is ever reused or returned twice. ``profile``: the timed twin instead, its
+    counters in ``thunk.profile_recorder`` (a separate function, so the plain one pays nothing).
     """
+    if profile:
+        from ffigraph.compile.profiling import PythonNodeTimes, timed_sequence
+
+        recorder = PythonNodeTimes(order, storage_map)
+        thunk = timed_sequence(fgraph, order, list(zip(node_thunks, order)), storage_map, recorder,
+                               annotate_node_error)
+        thunk.profile_recorder = recorder
+        return thunk
     produced = [storage_map[v] for node in order for v in node.outputs]
     runs = list(zip(node_thunks, order))
 
@@ -142,7 +152,7 @@ class PerformLinker(Linker):
         storage_map = make_storage_map(fgraph, input_storage)
         compute_map = {v: [False] for v in storage_map}
         thunks = [node.op.make_thunk(node, storage_map, compute_map, self.no_recycling) for node in order]
-        thunk = sequence_thunks(fgraph, order, thunks, storage_map)
+        thunk = sequence_thunks(fgraph, order, thunks, storage_map, self.profile)
         input_cells = [storage_map[v] for v in fgraph.inputs]
         output_cells = [storage_map[v] for v in fgraph.outputs]
         return thunk, input_cells, output_cells

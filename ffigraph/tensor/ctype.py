@@ -76,6 +76,10 @@ if (ffg_extract(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, %(code)d, 
             output=sub["output"], name=name, code=code, bits=bits, ndim=self.ndim, shape=sub["out_shape"],
             strides=sub["out_strides"], alias=sub["alias_of"])
 
+    def c_profile_value(self, name, sub):
+        """Record this value's shape and bytes after its node ran (profiled libraries only)."""
+        return "ffg_profile_array(%s, &%s, %d, %d);" % (sub["record"], name, self.ndim, self.numpy_dtype.itemsize)
+
     def c_cleanup(self, name, sub):
         return "ffg_release(%(alloc)s, %(name)s.owned);\n%(name)s.owned = NULL;" % dict(
             alloc=sub["allocator"], name=name)

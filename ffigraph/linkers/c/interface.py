@@ -87,6 +87,12 @@ class CType(CLinkerObject):
         (``%(output)s->host_buffer``). Optional; the default ignores the offer."""
         return ""
 
+    def c_profile_value(self, name, sub):
+        """C run in a profiled library after the node computing ``name`` succeeded: it fills the
+        ``FfgValueProfile *`` ``%(record)s`` (ndim, shape, nbytes). Optional; without it the
+        record keeps ndim -1 and the profile shows no shape for the value."""
+        return ""
+
     def c_literal(self, name, data):
         """C initialising ``name`` (already declared) to the constant ``data``, and
         global definitions it needs: returns (globals, statements). None: not supported."""

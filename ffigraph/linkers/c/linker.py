@@ -7,15 +7,20 @@ CVMLinker    the default: CLinker when every node has C code, else OpWiseCLinker
 """
 from __future__ import annotations
 
+import logging
+
 from ffigraph.abi import ffi
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
-from ffigraph.linkers.c.codegen import generate, node_has_c_code
+from ffigraph.compile.profiling import compile_phase
+from ffigraph.linkers.c.codegen import comment_text, generate, node_has_c_code
 from ffigraph.linkers.c.load import library_for
 import numpy as np
 
 from ffigraph.linkers.c.interface import CType
 from ffigraph.linkers.c.marshal import CallBlock, DeviceView, as_host_array
+
+_log = logging.getLogger("ffigraph.linkers")
 
 ndarray = np.ndarray
 
@@ -48,19 +53,22 @@ def _alias_slot(var, inputs):
 class CompiledGraph:
     """A loaded library plus one state and call block: the thing a thunk calls."""
 
-    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, annotate=True):
+    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, annotate=True, profile=False):
         self.fgraph = fgraph
         self.annotate = annotate  # name the failing node of fgraph in errors (not for one-node graphs)
         inputs = list(fgraph.inputs)
         alias = [_alias_slot(v, inputs) for v in fgraph.outputs]
-        self.source = generate(fgraph, input_roles, output_roles, alias)
+        with compile_phase("codegen"):
+            self.source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
         self.library = library_for(self.source, compiler)
-        err = ffi.new("FfgError *")
-        state = self.library.create(ffi.NULL, err)
+        with compile_phase("load"):
+            err = ffi.new("FfgError *")
+            state = self.library.create(ffi.NULL, err)
         if state == ffi.NULL:
             raise RuntimeError("creating the state of %s failed: %s"
                                % (self.library.path, ffi.string(err.message).decode()))
         self.state = ffi.gc(state, self.library.destroy)
+        self.profile_fn = self.library.profile_function() if profile else None
         self.inputs = inputs
         self.outputs = list(fgraph.outputs)
         self.to_c = [None if _is_tensor_type(v.type) else v.type.to_c_value for v in inputs]
@@ -109,6 +117,20 @@ class CompiledGraph:
             return [get_output(k) if conv is None else conv(get_output(k)) for k, conv in zip(out_range, from_c)]
 
         return call
+
+    def read_profile(self):
+        """The library's profile counters (it must have been generated with profile=True)."""
+        if self.profile_fn is None:
+            raise RuntimeError("%s was not generated with profiling on" % self.library.path)
+        record = ffi.new("FfgProfile *")
+        if self.profile_fn(self.state, record) != 0:
+            raise RuntimeError("%s_profile refused the state" % self.library.prefix)
+        nodes = [(record.nodes[i].calls, record.nodes[i].total_ns) for i in range(record.n_nodes)]
+        values = []
+        for j in range(record.n_values):
+            v = record.values[j]
+            values.append((v.node, v.output, v.ndim, v.nbytes, [v.shape[d] for d in range(max(v.ndim, 0))]))
+        return dict(runs=record.runs, total_ns=record.total_ns, n_nodes=record.n_nodes, nodes=nodes, values=values)
 
     def _exception(self):
         cls, message, node_index, input_index = self.block.error()
@@ -168,7 +190,7 @@ class CLinker(Linker):
         if missing:
             raise NotImplementedError("CLinker needs C code for every node; these have none: %s "
                                       "(use linker='c|py' or 'cvm' to run them in Python)" % ", ".join(missing))
-        compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler)
+        compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler, profile=self.profile)
         self.compiled = compiled
         self.direct_call = compiled.call   # Function calls this directly, skipping the cells
         storage_map = make_storage_map(fgraph, input_storage)
@@ -181,6 +203,10 @@ class CLinker(Linker):
                 cell[0] = value
 
         thunk.nodes = order
+        if self.profile:
+            from ffigraph.compile.profiling import CNodeTimes
+
+            thunk.profile_recorder = CNodeTimes(compiled)
         return thunk, in_cells, out_cells
 
     def describe_nodes(self):
@@ -213,6 +239,8 @@ class OpWiseCLinker(Linker):
         super().__init__()
         self.compiler = compiler
         self.fallback = fallback
+        self.compiled_nodes = {}   # node -> its CompiledGraph (for source())
+        self.asked_as = None       # the linker the user named, when CVMLinker chose this one
 
     def _init_kwargs(self):
         return dict(compiler=self.compiler, fallback=self.fallback)
@@ -223,7 +251,9 @@ class OpWiseCLinker(Linker):
         storage_map = make_storage_map(fgraph, input_storage)
         compute_map = {v: [False] for v in storage_map}
         self.how = {}
+        self.compiled_nodes = {}
         thunks = []
+        in_python = []
         for position, node in enumerate(order):
             if node_has_c_code(node):
                 thunks.append(self._c_thunk(node, storage_map))
@@ -231,14 +261,21 @@ class OpWiseCLinker(Linker):
             elif self.fallback:
                 thunks.append(node.op.make_thunk(node, storage_map, compute_map, self.no_recycling))
                 self.how[node] = "python (perform): no C code"
+                in_python.append("#%d %s" % (position, node))
             else:
                 raise NotImplementedError("node #%d %s has no C code" % (position, node))
-        thunk = sequence_thunks(fgraph, order, thunks, storage_map)
+        if in_python:
+            # once per compiled function, not per call: a C linker was asked for, and these nodes are slower
+            _log.warning(
+                "linker %s: %d node(s) without C code run their Python perform: %s",
+                self.asked_as or self.name, len(in_python), ", ".join(in_python))
+        thunk = sequence_thunks(fgraph, order, thunks, storage_map, self.profile)
         return thunk, [storage_map[v] for v in fgraph.inputs], [storage_map[v] for v in fgraph.outputs]
 
     def _c_thunk(self, node, storage_map):
         small, inputs = _node_graph(node)
         compiled = CompiledGraph(small, compiler=self.compiler, annotate=False)
+        self.compiled_nodes[node] = compiled
         in_cells = [storage_map[v] for v in inputs]
         out_cells = [storage_map[v] for v in node.outputs]
 
@@ -251,6 +288,21 @@ class OpWiseCLinker(Linker):
 
     def describe_nodes(self):
         return [(node, self.how.get(node, "?")) for node in self.fgraph.toposort()]
+
+    def source(self):
+        """The generated C of every node that runs in C, each its own translation unit, in order;
+        nodes that run in Python are named in a comment."""
+        parts = []
+        for position, node in enumerate(self.fgraph.toposort()):
+            compiled = self.compiled_nodes.get(node)
+            if compiled is None:
+                parts.append("/* ==== node #%d %s: runs in Python (no C code) ==== */\n"
+                             % (position, comment_text(node)))
+            else:
+                parts.append("/* ==== node #%d %s: its own library %s ==== */\n%s"
+                             % (position, comment_text(node), comment_text(compiled.library.path),
+                                compiled.source.source))
+        return "\n".join(parts)
 
 
 class CVMLinker(Linker):
@@ -272,9 +324,15 @@ class CVMLinker(Linker):
             self.chosen = CLinker(self.compiler)
         else:
             self.chosen = OpWiseCLinker(self.compiler)
+            self.chosen.asked_as = self.name
+        self.chosen.profile = self.profile
         result = self.chosen.accept(self.fgraph, self.no_recycling).make_thunk(input_storage)
         self.direct_call = getattr(self.chosen, "direct_call", None)
         return result
 
     def describe_nodes(self):
         return self.chosen.describe_nodes()
+
+    def source(self):
+        """The generated C of the linker it chose (see CLinker.source, OpWiseCLinker.source)."""
+        return self.chosen.source()

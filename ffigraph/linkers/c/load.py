@@ -5,6 +5,7 @@ import os
 import threading
 
 from ffigraph.abi import ABI_VERSION, declare_entry_points, expected_layout, ffi
+from ffigraph.compile.profiling import compile_phase
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import CompileError, _keep_failed, build_library
@@ -53,6 +54,14 @@ class LoadedLibrary:
         if layout != expected_layout():
             raise AbiMismatchError("%s reports struct layout %s, cffi expects %s" % (self.path, layout, expected_layout()))
 
+    def profile_function(self):
+        """``P_profile``, which only a library generated with profiling on exports."""
+        try:
+            return getattr(self.lib, self.prefix + "_profile")
+        except AttributeError:
+            raise RuntimeError("%s has no %s_profile: it was not generated with profiling on"
+                               % (self.path, self.prefix)) from None
+
     def slots(self):
         """[(name, role, ndim, code, bits)] for inputs, then outputs, as the library describes them."""
         desc = self.describe()
@@ -81,11 +90,13 @@ def library_for(graph_source, compiler=None):
             if key in _memo:
                 return _memo[key]
         path = None
-        if graph_source.cacheable:  # every type and op gave a c_code_cache_version
-            path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler)
-        if path is None:  # kept for this process only
-            path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
-        loaded = _load(path, graph_source.prefix, compiler)
+        with compile_phase("compiler"):   # a cache lookup, or the compiler's run
+            if graph_source.cacheable:  # every type and op gave a c_code_cache_version
+                path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler)
+            if path is None:  # kept for this process only
+                path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
+        with compile_phase("load"):
+            loaded = _load(path, graph_source.prefix, compiler)
         with _memo_lock:
             _memo[key] = loaded
         return loaded
