@@ -3,10 +3,15 @@
 Build graphs with ``ffigraph.tensor`` (``dmatrix``, ``exp``, ``dot``, ...),
 compile them with ``function`` and share state with ``shared``.
 """
+import logging
+
 from ffigraph.config import config
 from ffigraph.compile import DebugMode, In, Mode, Out, function, shared
 from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
 from ffigraph.gradient import grad, hessian, jacobian, verify_grad
+
+# a library leaves output to the application: silent unless the user configures logging
+logging.getLogger("ffigraph").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 

@@ -3,6 +3,8 @@ import numpy as np
 
 import ffigraph.tensor as T
 from ffigraph import function
+from ffigraph.graph import Apply
+from ffigraph.graph.op import Op
 
 LAYOUTS = ("contiguous", "strided", "reversed")
 FLOAT_DTYPES = ("float64", "float32")
@@ -116,3 +118,15 @@ def rss_check_skip():
 
     return pytest.mark.skipif(_asan_in_process(), reason="resident size says nothing under AddressSanitizer "
                                                           "(its quarantine keeps freed blocks)")
+
+
+class PythonOnly(Op):
+    """An op with a ``perform`` and no C code: C linkers run it in Python."""
+    __props__ = ()
+
+    def make_node(self, x):
+        x = T.as_tensor_variable(x)
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, out):
+        out[0][0] = inputs[0] * 10

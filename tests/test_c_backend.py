@@ -16,7 +16,7 @@ from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp, CompileError
 from ffigraph.linkers.c.load import AbiMismatchError, LoadedLibrary, built_libraries
 from ffigraph.linkers.c.build import build_library
-from helpers import rss_check_skip
+from helpers import PythonOnly, rss_check_skip
 
 C_LINKERS = ["c", "c|py"]
 
@@ -267,17 +267,6 @@ def test_compile_error_carries_message_and_source_path():
         function([x], Broken()(x), mode=Mode(linker="c", optimizer=None))
     assert "error" in info.value.compiler_output
     assert os.path.exists(info.value.source_path)
-
-
-class PythonOnly(Op):
-    __props__ = ()
-
-    def make_node(self, x):
-        x = T.as_tensor_variable(x)
-        return Apply(self, [x], [x.type()])
-
-    def perform(self, node, inputs, out):
-        out[0][0] = inputs[0] * 10
 
 
 def test_default_mode_falls_back_per_node_and_says_so():

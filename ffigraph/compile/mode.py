@@ -5,10 +5,15 @@ Modes and linkers are looked up by name in two registries, as in Theano:
 """
 from __future__ import annotations
 
+import logging
+import time
+
 from ffigraph.config import config
 from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
 from ffigraph.linkers.basic import Linker, PerformLinker
 from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
+
+_log = logging.getLogger("ffigraph.rewriting")  # the phases, beside the rewrites they run
 
 predefined_linkers = {"py": PerformLinker, "c": CLinker, "c|py": OpWiseCLinker, "cvm": CVMLinker}
 predefined_modes = {}
@@ -99,11 +104,17 @@ class Mode:
 
     def optimize(self, fgraph):
         """Apply this mode's rewrites in order; groups of node rewriters also honour ``excluding``."""
+        debug = _log.isEnabledFor(logging.DEBUG)
         for name, rewrite in self.rewrites():
+            if debug:
+                start, before = time.perf_counter(), len(fgraph.apply_nodes)
             if isinstance(rewrite, EquilibriumRewriter):
                 rewrite(fgraph, exclude=self.exclude)
             else:
                 rewrite(fgraph)
+            if debug:
+                _log.debug("phase %s: %d -> %d nodes in %.3f s", name, before, len(fgraph.apply_nodes),
+                           time.perf_counter() - start)
         return fgraph
 
     def __str__(self):

@@ -120,20 +120,48 @@ class History(Feature):
         self.log = None
 
 
-def replace_all_validate(fgraph, pairs, reason=None):
-    """Apply the (old, new) replacements; if a feature refuses the result, undo them and return False."""
+def replace_all_validate(fgraph, pairs, reason=None, group=None):
+    """Apply the (old, new) replacements; if a feature refuses the result, undo them and return False.
+
+    Every rewrite goes through here, so this is where a change is logged (DEBUG on
+    ``ffigraph.rewriting``): ``reason`` names the rewrite, ``group`` the rewriter running it.
+    """
     history = fgraph.feature(History)
     history.checkpoint()
+    # decided once: with DEBUG off nothing is collected or formatted (str(node) walks its inputs)
+    done = [] if _log.isEnabledFor(logging.DEBUG) else None
     try:
         for old, new in pairs:
             if old is not new and old in fgraph.variables:
                 fgraph.replace(old, new, reason=reason)
+                if done is not None:
+                    done.append((old, new))
         fgraph.validate()
-    except InconsistencyError:
+    except InconsistencyError as why:
         history.revert(fgraph)
+        if done:
+            _log.debug("%s: refused, undone (%s)", _label(reason, group), why)
         return False
     history.commit()
+    if done:
+        _log.debug("%s replaced %s with %s", _label(reason, group),
+                   _describe(old for old, _ in done), _describe(new for _, new in done))
     return True
+
+
+def _label(reason, group):
+    reason = reason or "(unnamed rewrite)"
+    return "%s: %s" % (group, reason) if group else reason
+
+
+def _describe(variables):
+    """The nodes computing ``variables`` (a constant or input as itself), each once, in order."""
+    seen = []
+    for var in variables:
+        item = var.owner if var.owner is not None else var
+        if not any(item is s for s in seen):
+            seen.append(item)
+    return str(seen[0]) if len(seen) == 1 else "[%s]" % ", ".join(str(s) for s in seen)
 
 
 def _as_pairs(node, result):
@@ -198,8 +226,7 @@ class EquilibriumRewriter:
                 if not result:
                     continue
                 pairs = _checked(_as_pairs(node, result), rw, node)
-                if replace_all_validate(fgraph, pairs, reason=rw.name):
-                    _log.debug("%s: %s replaced %s", self.name, rw.name, node)
+                if replace_all_validate(fgraph, pairs, reason=rw.name, group=self.name):  # logs the change
                     changed = True
                     break
         return changed

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import shutil
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 
 from ffigraph.abi import HEADER_PATH
 from ffigraph.config import config
@@ -18,6 +20,9 @@ from ffigraph.linkers.c.tool import run_tool, signal_name
 # -fwrapv: integer arithmetic wraps, as numpy's does (signed overflow would otherwise be undefined)
 BASE_FLAGS = ["-O3", "-std=gnu11", "-fPIC", "-shared", "-fvisibility=hidden", "-fno-strict-aliasing", "-fwrapv"]
 BASE_LIBS = ["m"]
+
+# the cache's logger: one switch shows every compile, cached or private
+_log = logging.getLogger("ffigraph.cache")
 
 
 class CompileError(RuntimeError):
@@ -154,7 +159,9 @@ def build_library(source, name, requirements, compiler=None, directory=None):
     that is linked into the same library. On failure the source is kept in
     ``config.compiledir/failed/`` and CompileError says where.
     """
+    private = directory is None   # the cache and exports pass their own folder
     directory = directory or _private_workdir()
+    start = time.perf_counter()
     src_path = os.path.join(directory, name + ".c")
     lib_path = os.path.join(directory, name + ".so")
     with open(src_path, "w") as fh:
@@ -170,6 +177,9 @@ def build_library(source, name, requirements, compiler=None, directory=None):
     command = head + ["-o", lib_path, src_path] + libs
     _run(command, src_path, name + ".c", "C compiler")
     _check_library_file(lib_path, src_path, name + ".c", command)
+    # the cache reports its own builds at INFO (as a miss); only say more here when asked
+    _log.log(logging.INFO if private else logging.DEBUG, "built %s%s in %.2f s", lib_path,
+             " privately (not cached)" if private else "", time.perf_counter() - start)
     return lib_path
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import stat
@@ -39,6 +40,9 @@ META_NAME = "meta.json"
 LIB_NAME = "lib.so"
 SOURCE_NAME = "source.c"
 STALE_TMP_SECONDS = 3600
+
+# hits, misses and build times (INFO); build.py logs its private builds here too, one switch for both
+_log = logging.getLogger("ffigraph.cache")
 
 
 class CacheSecurityError(RuntimeError):
@@ -247,19 +251,31 @@ def get_or_build(source, requirements, compiler=None):
     try:
         lib = validate_entry(path, key)
         if lib is not None:
+            _log.info("cache hit: %s", lib)
             return lib  # the warm path: no lock, no subprocess
     except ValueError:
         pass  # damaged: rebuild under the lock
+    waited = time.perf_counter()
     with FileLock(os.path.join(locks, key + ".lock")):
+        waited = time.perf_counter() - waited
+        damaged = None
         try:
             lib = validate_entry(path, key)
             if lib is not None:
+                _log.info("cache hit after waiting %.2f s for another build: %s", waited, lib)
                 return lib  # another process built it while we waited
         except ValueError as why:
+            damaged = why
             warnings.warn("compile cache entry %s is damaged (%s); rebuilding it" % (path, why),
                           CorruptEntryWarning)
             _discard(path)
-        return _publish(key, source, requirements, compiler, tmp_root)
+        start = time.perf_counter()
+        lib = _publish(key, source, requirements, compiler, tmp_root)
+        if damaged is None:
+            _log.info("cache miss: built %s in %.2f s", lib, time.perf_counter() - start)
+        else:
+            _log.info("cache entry damaged (%s): rebuilt %s in %.2f s", damaged, lib, time.perf_counter() - start)
+        return lib
 
 
 # ------------------------------------------------------------------ maintenance (the CLI uses these)
