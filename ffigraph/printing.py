@@ -28,8 +28,10 @@ import sys
 
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.fg import FunctionGraph
+# Pictures live in their own module; it imports the graphviz package only when rendering.
+from ffigraph.picture import graph_dot, graph_picture
 
-__all__ = ["debugprint", "dprint", "char_from_number"]
+__all__ = ["debugprint", "dprint", "char_from_number", "graph_dot", "graph_picture"]
 
 _ID_KINDS = ("CHAR", "id", "int", "")
 
