@@ -3,6 +3,12 @@ linker, numpy (and PyTensor's C VM when ``pytensor`` is installed).
 
 Run: ``python bench/bench_c.py`` (add ``--quick`` for smaller sizes). Prints best-of-N
 times and ratios; nothing here is a pass/fail test.
+
+``--plot PATH.png`` also draws every workload of the run as a grouped bar chart (one bar per
+implementation, height = time relative to numpy, each bar labelled with its absolute time, the
+machine and interpreter in the footer) with bench/plot.py, after the table is printed. It needs
+matplotlib (``pip install matplotlib``, or the ``bench`` extra); without it the table is still
+printed, then the script says so and exits with status 1.
 """
 import argparse
 import sys
@@ -12,6 +18,10 @@ import numpy as np
 
 import ffigraph.tensor as T
 from ffigraph import Mode, function
+
+
+# workload -> {implementation: seconds}, in the order printed; what --plot draws.
+RESULTS = {}
 
 
 def best(fn, number, repeat=5):
@@ -33,6 +43,7 @@ def pytensor_function(build, dtypes):
 
 
 def row(name, timings, reference="numpy"):
+    RESULTS[name] = dict(timings)
     ref = timings.get(reference)
     cells = []
     for key, t in timings.items():
@@ -104,7 +115,11 @@ def dot(sizes, dtype="float64"):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
+    parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
     args = parser.parse_args()
+    if args.plot:
+        import plot  # bench/ is sys.path[0] when this file is run as a script
+        plot.check_path(parser, args.plot)
     impl = "PyPy" if hasattr(sys, "pypy_version_info") else "CPython"
     print("%s %s, numpy %s" % (impl, sys.version.split()[0], np.__version__))
     call_overhead(2000 if args.quick else 50000)
@@ -112,6 +127,9 @@ def main():
     reduction(100000 if args.quick else 10000000)
     dot([128] if args.quick else [512, 1024])
     dot([128] if args.quick else [512, 1024], "float32")
+    if args.plot:
+        plot.save_or_exit(RESULTS, args.plot, "ffigraph bench_c%s: time relative to numpy"
+                          % (" --quick" if args.quick else ""))
 
 
 if __name__ == "__main__":

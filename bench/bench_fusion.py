@@ -8,7 +8,8 @@ and the N rounds are interleaved (each round times every implementation once, in
 order), so the ratios printed compare figures taken at the same time on a noisy machine. Times
 are this process's CPU time by default (time spent running other processes on a shared machine
 is not counted; single-threaded, it equals wall time on an idle machine); ``--clock wall`` uses
-wall-clock time.
+wall-clock time. ``--plot PATH.png`` also draws the table as a bar chart (bench/plot.py, needs
+matplotlib) once it is printed.
 
 Workloads: ``exp(x)*y + tanh(x) - 1.5*y`` on vectors (n = 1e3, 1e5, 1e7) and
 ``sum(exp(x)*y)`` over a 1000x10000 matrix (axis None, 0, 1), float64 and float32.
@@ -272,6 +273,20 @@ def print_row(r):
     sys.stdout.flush()
 
 
+# Chart legend names for the timing keys; copyto/copy are left out, the bound stands for them.
+PLOT_NAMES = [("numpy", "numpy"), ("ffg", "ffigraph default"), ("ffg_none", "ffigraph optimizer=None"),
+              ("pytensor", "PyTensor C")]
+
+
+def plot_results(rows):
+    results = {}
+    for r in rows:
+        timings = {name: r["t"][key] for key, name in PLOT_NAMES if key in r["t"]}
+        timings["memory bound"] = r["bound"]
+        results["%s\n%s %s" % (r["workload"], r["size"], r["dtype"])] = timings
+    return results
+
+
 def verdict(ok):
     return "PASS" if ok else "MISS"
 
@@ -335,7 +350,11 @@ def main():
                         help="cpu: this process's CPU time (default; other processes on a shared machine"
                              " do not count), wall: wall-clock time")
     parser.add_argument("--dtypes", default="float64,float32", help="comma-separated (default float64,float32)")
+    parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
     args = parser.parse_args()
+    if args.plot:
+        import plot  # bench/ is sys.path[0] when this file is run as a script
+        plot.check_path(parser, args.plot)
     if args.repeat is None:
         args.repeat = 3 if args.quick else 10
     repeat = args.repeat
@@ -376,6 +395,12 @@ def main():
     print_targets(rows, official=not args.quick)
     print("(timing took %.1f s; load average at start %s, at end %s: a loaded machine makes the figures noisier)"
           % (time.perf_counter() - start, load_start, load_average()))
+    if args.plot:
+        plot.save_or_exit(plot_results(rows), args.plot,
+                          "ffigraph bench_fusion%s: time relative to numpy" % (" --quick" if args.quick else ""),
+                          note="best of %d, %s" % (repeat, "CPU time" if args.clock is time.process_time
+                                                   else "wall clock"),
+                          order=[name for _, name in PLOT_NAMES] + ["memory bound"])
 
 
 if __name__ == "__main__":

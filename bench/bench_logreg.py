@@ -21,7 +21,8 @@ each implementation's time is the best of --repeat (default 7) timings of --step
 steps; the rounds are interleaved (each round times every implementation once, in a rotating
 order). Times are this process's CPU time by default (time other processes take on a shared
 machine does not count; single-threaded, it equals wall time on an idle machine); ``--clock wall``
-uses wall-clock time.
+uses wall-clock time. ``--plot PATH.png`` also draws the table as a bar chart (bench/plot.py, needs
+matplotlib) once it is printed.
 """
 import os
 
@@ -174,7 +175,12 @@ def main(argv=None):
                         help="cpu: this process's CPU time (default; other processes on a shared machine"
                              " do not count), wall: wall-clock time")
     parser.add_argument("--pytensor", action="store_true", help="also time the graph in PyTensor (C backend)")
+    parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
     args = parser.parse_args(argv)
+    if args.plot:
+        sys.path.insert(0, HERE)  # main(argv) may be called from outside bench/
+        import plot
+        plot.check_path(parser, args.plot)
     repeat = args.repeat if args.repeat is not None else (3 if args.quick else 7)
     steps = args.steps if args.steps is not None else (50 if args.quick else 200)
     if repeat < 1 or steps < 1:
@@ -216,6 +222,14 @@ def main(argv=None):
           " 'x BLAS floor' = time / (x.dot(w) + x.T.dot(v)).")
     print("(timing took %.1f s; load average at start %s, at end %s: a loaded machine makes the figures noisier)"
           % (time.perf_counter() - start, load_start, load_average()))
+    if args.plot:
+        # The floor is a bar of its own: how close each step gets to the two unavoidable dots.
+        timings = {name: t[name] for name in impls}
+        timings["BLAS floor (both dots)"] = floor
+        title = "ffigraph bench_logreg%s: time per step relative to numpy" % (" --quick" if args.quick else "")
+        clock_name = "CPU time" if clock is time.process_time else "wall clock"
+        plot.save_or_exit({"train step, %d x %d float64" % x.shape: timings}, args.plot, title,
+                          note="best of %d x %d steps, %s" % (repeat, steps, clock_name))
 
 
 if __name__ == "__main__":
