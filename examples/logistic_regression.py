@@ -6,7 +6,7 @@ cross-entropy plus an L2 penalty 0.01 * |w|^2. ``ffigraph.grad`` derives the gra
 compiled ``train`` function does one gradient-descent step per call through its ``updates``.
 
 Run:  python examples/logistic_regression.py [--linker {py,c,cvm,c|py}] [--steps N]
-                                              [--save PARAMS.npz] [--quiet]
+                                              [--save PARAMS.npz] [--quiet] [--profile]
 """
 import argparse
 
@@ -47,11 +47,12 @@ def model(x, y, w, b, tensor=T):
     return prediction, xent, cost
 
 
-def build(linker="cvm", feats=FEATS):
+def build(linker="cvm", feats=FEATS, profile=False):
     """Compile the model under ``linker``: returns ``(train, predict, w, b)``.
 
     ``train(x, y)`` returns ``[prediction, cost]`` and takes one gradient-descent step on the
-    shared parameters ``w`` and ``b``; ``predict(x)`` returns the 0/1 prediction.
+    shared parameters ``w`` and ``b``; ``predict(x)`` returns the 0/1 prediction. With
+    ``profile``, ``train.profile`` records where its time goes.
     """
     x = T.dmatrix("x")
     y = T.dvector("y")
@@ -63,20 +64,21 @@ def build(linker="cvm", feats=FEATS):
     mode = Mode(linker=linker)
     train = ffigraph.function([x, y], [prediction, cost],
                               updates=[(w, w - LEARNING_RATE * gw), (b, b - LEARNING_RATE * gb)],
-                              mode=mode, name="train")
+                              mode=mode, name="train", profile=profile)
     predict = ffigraph.function([x], prediction, mode=mode, name="predict")
     return train, predict, w, b
 
 
-def train_model(linker="cvm", steps=1000, verbose=False):
+def train_model(linker="cvm", steps=1000, verbose=False, profile=False):
     """Train on ``make_data()`` for ``steps`` steps: returns ``(w, b, costs, accuracy)``.
 
     ``costs`` holds the cost computed by each step (before its update); ``accuracy`` is the
     fraction of training examples the final parameters classify correctly. With ``verbose``
-    the cost is printed every REPORT_EVERY steps and at the last step.
+    the cost is printed every REPORT_EVERY steps and at the last step; with ``profile`` the
+    profile of ``train`` is printed at the end.
     """
     x, y = make_data()
-    train, predict, w, b = build(linker)
+    train, predict, w, b = build(linker, profile=profile)
     costs = []
     for step in range(steps):
         _, cost = train(x, y)
@@ -84,6 +86,8 @@ def train_model(linker="cvm", steps=1000, verbose=False):
         if verbose and (step % REPORT_EVERY == 0 or step == steps - 1):
             print("step %5d  cost %.6f" % (step, cost))
     accuracy = float(np.mean(predict(x) == y))
+    if profile:
+        train.profile.summary()
     return w.get_value(), float(b.get_value()), costs, accuracy
 
 
@@ -93,6 +97,7 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=1000, help="gradient-descent steps (default 1000)")
     parser.add_argument("--save", metavar="PATH", help="write the final w and b to this .npz file")
     parser.add_argument("--quiet", action="store_true", help="print only the final accuracy")
+    parser.add_argument("--profile", action="store_true", help="print where train's time went")
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be >= 1")
@@ -100,7 +105,7 @@ def main(argv=None):
     if not args.quiet:
         print("logistic regression: %d examples, %d features, linker %r, %d steps"
               % (N, FEATS, args.linker, args.steps))
-    w, b, costs, accuracy = train_model(args.linker, args.steps, verbose=not args.quiet)
+    w, b, costs, accuracy = train_model(args.linker, args.steps, verbose=not args.quiet, profile=args.profile)
     if not args.quiet:
         print("final model: |w| = %.6f, b = %.6f" % (np.linalg.norm(w), b))
     print("training accuracy: %.4f" % accuracy)

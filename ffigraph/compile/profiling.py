@@ -263,13 +263,15 @@ def _where(how):
 
 
 def _outputs_text(stats):
+    """Each output's shape and bytes; a run of equal ones once, with its count."""
     parts = []
     for shape, nbytes in zip(stats.shapes, stats.nbytes):
-        if shape is None:
-            parts.append("?")
+        text = "?" if shape is None else "(%s) %s" % (",".join(str(d) for d in shape), _bytes(nbytes))
+        if parts and parts[-1][0] == text:
+            parts[-1][1] += 1
         else:
-            parts.append("(%s) %s" % (",".join(str(d) for d in shape), _bytes(nbytes)))
-    return "; ".join(parts)
+            parts.append([text, 1])
+    return "; ".join(text if n == 1 else "%d x %s" % (n, text) for text, n in parts)
 
 
 def _short(text, width):

@@ -1,0 +1,113 @@
+"""What profiling costs per call: on, off, and off against a checkout without profiling at all.
+
+In one process, on the same data, each workload is compiled twice (profile=False and
+profile=True) and timed best-of-N, calls interleaved. With ``--baseline DIR`` (a checkout
+of an earlier ffigraph, e.g. ``git worktree add /tmp/ffg-base 87983dc``), the same
+profile-off timings are also taken in child processes running that checkout and this
+one, alternately, and their ratio printed: "no measurable cost" means that ratio stays
+within the run-to-run noise, which the script prints beside it.
+
+Run: ``python bench/bench_profile.py [--baseline DIR] [--rounds N]``. Nothing here is a
+pass/fail test.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import timeit
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+NUMBER, REPEAT = 2000, 7
+
+
+def workloads():
+    """name -> (build(T) -> (inputs, output), argument values, calls per timing)."""
+    rng = np.random.default_rng(0)
+    small = (rng.standard_normal(10), rng.standard_normal(10))
+    big = (rng.standard_normal((300, 300)), rng.standard_normal(300))
+    return {
+        "x + y, 10 elements": (lambda T: _vec_add(T), small, NUMBER),
+        "exp(x)*y + x, sum, 300x300": (lambda T: _matrix_graph(T), big, 100),
+    }
+
+
+def _vec_add(T):
+    x, y = T.dvector("x"), T.dvector("y")
+    return [x, y], x + y
+
+
+def _matrix_graph(T):
+    x, y = T.dmatrix("x"), T.dvector("y")
+    return [x, y], [T.exp(x) * y + x, (x * 2).sum(axis=0)]
+
+
+def best_per_call(fn, args, number):
+    return min(timeit.repeat(lambda: fn(*args), number=number, repeat=REPEAT)) / number
+
+
+def time_here(profile_flags):
+    """{workload: {flag: seconds per call}} for this interpreter's ffigraph."""
+    import ffigraph.tensor as T
+    from ffigraph import function
+
+    out = {}
+    for name, (build, args, number) in workloads().items():
+        fns = {}
+        for flag in profile_flags:
+            ins, outs = build(T)
+            fns[flag] = function(ins, outs, **({"profile": flag} if flag is not None else {}))
+            fns[flag](*args)   # warm: compiled, loaded, caches filled
+        times = {flag: [] for flag in profile_flags}
+        for _ in range(3):     # interleaved, so a noisy moment hits both
+            for flag, fn in fns.items():
+                times[flag].append(best_per_call(fn, args, number))
+        out[name] = {str(flag): min(ts) for flag, ts in times.items()}
+    return out
+
+
+def child(root):
+    """Profile-off timings in a child process running the ffigraph found at ``root``."""
+    env = dict(os.environ, PYTHONPATH=root)
+    code = "import sys, json; sys.path.insert(0, %r); import bench_profile as b; print(json.dumps(b.time_here([None])))" \
+        % os.path.join(HERE, "bench")
+    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True,
+                         check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def fmt(t):
+    return "%8.2f us" % (t * 1e6)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", metavar="DIR", help="a checkout of ffigraph from before profiling")
+    parser.add_argument("--rounds", type=int, default=4, help="alternating child runs per checkout (default 4)")
+    args = parser.parse_args(argv)
+
+    print("profile on vs off, one process (best of %d, interleaved):" % REPEAT)
+    for name, t in time_here([False, True]).items():
+        print("  %-28s off %s   on %s   on/off %.3f" % (name, fmt(t["False"]), fmt(t["True"]),
+                                                       t["True"] / t["False"]))
+    if not args.baseline:
+        return
+    print("\nprofile off here vs %s (child processes, alternating, %d rounds):" % (args.baseline, args.rounds))
+    runs = {"here": [], "baseline": []}
+    for _ in range(args.rounds):
+        runs["baseline"].append(child(os.path.abspath(args.baseline)))
+        runs["here"].append(child(HERE))
+    for name in workloads():
+        here = [r[name]["None"] for r in runs["here"]]
+        base = [r[name]["None"] for r in runs["baseline"]]
+        noise = (max(base) - min(base)) / statistics.median(base)
+        print("  %-28s here %s   baseline %s   here/baseline %.3f   (baseline's own spread %.1f%%)"
+              % (name, fmt(statistics.median(here)), fmt(statistics.median(base)),
+                 statistics.median(here) / statistics.median(base), 100 * noise))
+
+
+if __name__ == "__main__":
+    main()
