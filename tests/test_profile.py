@@ -232,3 +232,31 @@ def test_c_source_and_library_dir():
     assert opwise.c_source().count("==== node #") == len(opwise.maker.fgraph.toposort())
     with pytest.raises(ValueError, match="generates no C"):
         _compile("py", profile=False).c_source()
+
+
+def test_a_c_host_reads_the_profile_through_the_abi(tmp_path):
+    """No Python: a C program dlopens the profiled library, runs it and reads P_profile."""
+    import os
+
+    from ffigraph.abi import HEADER_PATH
+
+    if shutil.which("gcc") is None:
+        pytest.skip("gcc is not installed")
+    x = T.dvector("x")
+    y = T.dvector("y")
+    f = function([x, y], x + y, mode=Mode(linker="c", optimizer=None), profile=True)
+    library = f.maker.linker.compiled.library
+    host = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "profile_host.c")
+    exe = str(tmp_path / "profile_host")
+    subprocess.run(["gcc", "-O1", "-std=c99", "-Wall", "-Werror", "-I", os.path.dirname(HEADER_PATH), "-o", exe,
+                    host, "-ldl"], check=True, capture_output=True)
+    out = subprocess.run([exe, library.path, library.prefix, "7", "25"], check=True, capture_output=True,
+                         text=True, timeout=60).stdout
+    lines = out.splitlines()
+    runs, total = re.match(r"runs (\d+) total_ns (\d+)", lines[0]).groups()
+    assert int(runs) == 25 and int(total) > 0
+    nodes = [re.match(r"node (\d+) calls (\d+) total_ns (\d+)", l).groups() for l in lines if l.startswith("node")]
+    assert [int(c) for _, c, _ in nodes] == [25] * len(f.maker.fgraph.toposort())
+    assert sum(int(t) for _, _, t in nodes) <= int(total)
+    values = [l for l in lines if l.startswith("value")]
+    assert values[-1].endswith("ndim 1 nbytes 56 shape 7")
