@@ -130,3 +130,15 @@ class PythonOnly(Op):
 
     def perform(self, node, inputs, out):
         out[0][0] = inputs[0] * 10
+
+
+class TwoOut(Op):
+    """Perform only (no C code), two outputs of the input's type: the input plus and minus one."""
+
+    def make_node(self, a):
+        a = T.as_tensor_variable(a)
+        return Apply(self, [a], [a.type(), a.type()])
+
+    def perform(self, node, inputs, out):
+        out[0][0] = inputs[0] + 1
+        out[1][0] = inputs[0] - 1
