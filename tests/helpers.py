@@ -1,10 +1,15 @@
 """Test helpers: run a graph on several memory layouts and compare with a numpy oracle."""
+import os
+
 import numpy as np
 
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.graph import Apply
 from ffigraph.graph.op import Op
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+C_HOSTS = os.path.join(REPO_ROOT, "tests", "export", "c")   # C programs that use compiled graphs, no Python
 
 LAYOUTS = ("contiguous", "strided", "reversed")
 FLOAT_DTYPES = ("float64", "float32")

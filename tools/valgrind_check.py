@@ -4,7 +4,7 @@
 
 Exports a small graph with a shared variable and an update ("leak": input x, a float64
 matrix; shared w; outputs x * 2, x.sum(axis=0) + w, (x * x).sum(); w <- w + 1), builds the
-bundle's ./example with make and tests/c/leak_host.c against it, and runs both under
+bundle's ./example with make and tests/export/c/leak_host.c against it, and runs both under
 
     valgrind --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite
              --show-leak-kinds=definite
@@ -32,7 +32,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-HOST_C = os.path.join(ROOT, "tests", "c", "leak_host.c")
+HOST_C = os.path.join(ROOT, "tests", "export", "c", "leak_host.c")
 VALGRIND = ["valgrind", "--error-exitcode=9", "--leak-check=full", "--errors-for-leak-kinds=definite",
             "--show-leak-kinds=definite"]
 

@@ -19,7 +19,7 @@ plain scalar loops over ``<math.h>``.
 
 libmvec keeps C99's special values (NaN, +-inf, signed zeros, log(0) = -inf,
 log(<0) = NaN, overflow to inf, underflow to 0, subnormals, huge sin/cos
-arguments) for every function listed in VECTOR_FUNCTIONS; tests/test_vmath.py
+arguments) for every function listed in VECTOR_FUNCTIONS; tests/scalar/test_vmath.py
 checks them against numpy on every dispatch level, and checks accuracy
 (at most ``ULP_BOUND`` ulps against a long double reference).
 
@@ -40,7 +40,7 @@ _MVEC_SINCE = {
 
 VECTOR_FUNCTIONS = ("exp", "expm1", "log", "log1p", "log2", "log10", "sin", "cos", "tan", "tanh", "erf")
 
-# the accuracy tests/test_vmath.py asserts for every function, dtype and dispatch level
+# the accuracy tests/scalar/test_vmath.py asserts for every function, dtype and dispatch level
 # (the x86-64 vector function ABI's own promise for libmvec is 4 ulp)
 ULP_BOUND = 4
 

@@ -40,7 +40,7 @@ VERSION = (1,)
 # The accumulator of float32 sums, products and means. "float32" reproduces numpy (and so
 # ``Reduce.perform``) bit for bit wherever numpy's inner loop runs along the reduced axes
 # (numpy sums float32 pairwise in float32, which does not drift like a naive float loop);
-# the project's tests/test_reductions.py compares float32 sums and products exactly.
+# the project's tests/tensor/test_reductions.py compares float32 sums and products exactly.
 # "float64" (Theano's acc_dtype) is a little more accurate but differs from numpy in the last bit.
 FLOAT32_ACCUMULATOR = "float32"
 

@@ -1,6 +1,6 @@
 """valgrind memcheck on an export: ./example, and a C host making 10,000 calls, half of them failing.
 
-tools/valgrind_check.py does the work (export, make, build tests/c/leak_host.c, run both
+tools/valgrind_check.py does the work (export, make, build tests/export/c/leak_host.c, run both
 under valgrind with --leak-check=full); this test runs it and reads its summary lines.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 SCRIPT = os.path.join(ROOT, "tools", "valgrind_check.py")
 CALLS = 10000
 

@@ -22,7 +22,7 @@ from ffigraph.linkers.c.build import compiler_command
 from ffigraph.linkers.c.sanitize import SanitizerRuntimeError, asan_runtime_loaded, sanitize_flags
 from ffigraph.linkers.c.tool import tool_env
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 
 
 def _runtime(name):

@@ -1,6 +1,6 @@
 """The plain-C .npy reader and writer (ffigraph/export/c/ffg_npy.c), against numpy.
 
-tests/c/npy_driver.c is compiled with ffg_npy.c once per test process (with
+tests/export/c/npy_driver.c is compiled with ffg_npy.c once per test process (with
 AddressSanitizer and UBSan when gcc has them, so that a leak, an overflow or a
 stray read aborts the driver) and run as a subprocess: numpy writes files for
 it to read, and loads the files it writes.
@@ -17,11 +17,11 @@ import subprocess
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 ABI_DIR = os.path.join(ROOT, "ffigraph", "abi")
 NPY_DIR = os.path.join(ROOT, "ffigraph", "export", "c")
 NPY_C = os.path.join(NPY_DIR, "ffg_npy.c")
-DRIVER_C = os.path.join(ROOT, "tests", "c", "npy_driver.c")
+DRIVER_C = os.path.join(ROOT, "tests", "export", "c", "npy_driver.c")
 INCLUDES = ["-I", ABI_DIR, "-I", NPY_DIR]
 STRICT_C = ["-Wall", "-Wextra", "-pedantic", "-Werror"]
 SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined"]

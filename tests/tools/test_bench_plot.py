@@ -5,7 +5,9 @@ import sys
 
 import pytest
 
-PLOT_PY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "plot.py")
+from helpers import REPO_ROOT
+
+PLOT_PY = os.path.join(REPO_ROOT, "bench", "plot.py")
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -26,10 +26,10 @@ from ffigraph.compile.mode import Mode
 from ffigraph.graph import Apply
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp
+from export_helpers import no_python_env
 
 HAVE_TOOLS = all(shutil.which(t) is not None for t in ("gcc", "make"))
 needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason="needs gcc and make")
-TOOLS = ("make", "cc", "gcc", "as", "ld", "rm")
 
 HOSTILE = {
     "semicolon_abort": "x; abort(); //",
@@ -151,16 +151,6 @@ def check_folder(bundle_dir, tmp_path):
             assert SAFE_FILE.match(entry), "unsafe file name %r" % entry
             assert not os.path.islink(os.path.join(root, entry)) or entry.startswith("lib")
     assert not any(os.path.basename(p) == "PWNED" for p in snapshot(str(tmp_path)))
-
-
-def no_python_env(folder):
-    bin_dir = os.path.join(str(folder), "bin")
-    os.makedirs(bin_dir, exist_ok=True)
-    for tool in TOOLS:
-        real = shutil.which(tool)
-        if real is not None and not os.path.exists(os.path.join(bin_dir, tool)):
-            os.symlink(os.path.realpath(real), os.path.join(bin_dir, tool))
-    return {"PATH": bin_dir, "HOME": str(folder), "LANG": "C"}
 
 
 def run(argv, cwd, env):

@@ -12,6 +12,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import Mode, config, function
 from ffigraph.compile.profiling import PHASES, ProfileStats
+from helpers import C_HOSTS
 
 LINKERS = ["c", "cvm", "c|py", "py"]
 
@@ -252,7 +253,7 @@ def test_a_c_host_reads_the_profile_through_the_abi(tmp_path):
     y = T.dvector("y")
     f = function([x, y], x + y, mode=Mode(linker="c", optimizer=None), profile=True)
     library = f.maker.linker.compiled.library
-    host = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c", "profile_host.c")
+    host = os.path.join(C_HOSTS, "profile_host.c")
     exe = str(tmp_path / "profile_host")
     subprocess.run(["gcc", "-O1", "-std=c99", "-Wall", "-Werror", "-I", os.path.dirname(HEADER_PATH), "-o", exe,
                     host, "-ldl"], check=True, capture_output=True)

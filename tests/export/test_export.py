@@ -21,64 +21,14 @@ from ffigraph.compile.mode import Mode
 from ffigraph.export import undefined_symbols
 from ffigraph.linkers.c import CLinker
 from ffigraph.linkers.c.sanitize import sanitize_flags
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-C_TESTS = os.path.join(HERE, "c")
-TOOLS = ("make", "cc", "gcc", "g++", "as", "ld", "rm")
+from export_helpers import no_python_env, parse_printed, run
+from helpers import C_HOSTS
 
 pytestmark = pytest.mark.skipif(any(shutil.which(t) is None for t in ("make", "gcc", "nm")),
                                 reason="exports are built with make and gcc, checked with nm; one is missing")
 
 
 # ------------------------------------------------------------------ helpers
-
-
-def no_python_env(folder):
-    """An environment with make and the C toolchain on PATH, and no Python at all."""
-    bin_dir = os.path.join(str(folder), "bin")
-    os.makedirs(bin_dir, exist_ok=True)
-    for tool in TOOLS:
-        real = shutil.which(tool)
-        if real is not None and not os.path.exists(os.path.join(bin_dir, tool)):
-            os.symlink(os.path.realpath(real), os.path.join(bin_dir, tool))
-    env = {"PATH": bin_dir, "HOME": str(folder), "LANG": "C"}
-    assert shutil.which("python3", path=bin_dir) is None and shutil.which("python", path=bin_dir) is None
-    assert shutil.which("pypy3", path=bin_dir) is None
-    assert not any(k.startswith("PYTHON") for k in env)
-    return env
-
-
-def run(argv, cwd, env, check=True):
-    proc = subprocess.run(argv, cwd=str(cwd), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
-    if check and proc.returncode != 0:
-        raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
-                             % (" ".join(argv), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
-    return proc
-
-
-_HEADER = re.compile(r"^(output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
-_DTYPES = {"float": "f", "int": "i", "uint": "u", "complex": "c"}
-
-
-def parse_printed(text):
-    """{(kind, name): array} from what the example prints (numbers written with %.17g)."""
-    found = {}
-    heads = list(_HEADER.finditer(text))
-    for k, head in enumerate(heads):
-        body = text[head.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)]
-        kind, name, base, bits, dims = head.groups()
-        shape = tuple(int(d) for d in dims.replace(",", " ").split())
-        if base == "bool":
-            values = [v == "True" for v in re.findall(r"True|False", body)]
-            dtype = np.bool_
-        else:
-            dtype = np.dtype("%s%d" % (_DTYPES[base], int(bits) // 8))
-            tokens = re.findall(r"[-+]?(?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)(?:[-+](?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)j)?",
-                                body)
-            values = [complex(t.replace("+-", "-")) if t.endswith("j") else float(t) for t in tokens]
-        found[(kind, name)] = np.array(values, dtype=dtype).reshape(shape)
-    return found
 
 
 def build_and_run(bundle, env, *args):
@@ -266,7 +216,7 @@ def _compile_host(seed, tmp_path, source, compiler, extra=()):
         tmp_path, os.environ)
     flags = ["-std=c++11"] if compiler == "g++" else ["-std=c99"]
     run([compiler, "-O1", "-g", "-Wall", "-Wextra", "-Werror"] + flags + ["-I", bundle.directory, "-o", exe,
-                                                                           os.path.join(C_TESTS, source), npy_obj,
+                                                                           os.path.join(C_HOSTS, source), npy_obj,
                                                                            "-L", bundle.directory, "-lseed",
                                                                            "-Wl,-rpath," + bundle.directory]
         + list(extra) + sanitize_flags(), tmp_path, os.environ)   # a host of an ASan-built library links ASan

@@ -1,5 +1,5 @@
 /*
- * npy_driver -- runs ffigraph/export/c/ffg_npy.c for tests/test_npy_c.py.
+ * npy_driver -- runs ffigraph/export/c/ffg_npy.c for tests/export/test_npy_c.py.
  *
  *   npy_driver read FILE           prints "dtype CODE BITS", "ndim N", "shape D0 D1 ..." and
  *                                  then one element a line (floats %.17g, complex "re,im")

@@ -32,7 +32,7 @@ if any(shutil.which(t) is None for t in ("make", "gcc", "nm", "ldd")):
 from ffigraph.cuda import GpuArrayType, gpu_from_host, host_from_gpu  # noqa: E402
 from ffigraph.export import undefined_symbols  # noqa: E402
 from ffigraph.export.bundle import cudart_files, make_plan  # noqa: E402
-from test_export import no_python_env, parse_printed, run  # noqa: E402
+from export_helpers import no_python_env, parse_printed, run  # noqa: E402
 
 X = np.arange(12.0).reshape(3, 4)   # what main.c fills a (?, ?) float64 input with
 NO_GPU_WORDS = re.compile(r"CUDA driver version is insufficient|no CUDA-capable device", re.I)

@@ -25,8 +25,9 @@ from ffigraph.abi import ffi
 from ffigraph.linkers.c.linker import whole_graph_source
 from ffigraph.linkers.c.load import library_for
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tools", "fuzz"))
+from helpers import REPO_ROOT
+
+sys.path.insert(0, os.path.join(REPO_ROOT, "tools", "fuzz"))
 import fuzz  # noqa: E402
 
 FFG_OK, FFG_ERR_TYPE, FFG_ERR_VALUE, FFG_ERR_INDEX, FFG_ERR_NOMEM, FFG_ERR_ABI = 0, 1, 2, 3, 4, 5

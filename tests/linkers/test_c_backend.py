@@ -16,7 +16,7 @@ from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp, CompileError
 from ffigraph.linkers.c.load import AbiMismatchError, LoadedLibrary, built_libraries
 from ffigraph.linkers.c.build import build_library
-from helpers import PythonOnly, rss_check_skip
+from helpers import REPO_ROOT, PythonOnly, rss_check_skip
 
 C_LINKERS = ["c", "c|py"]
 
@@ -340,7 +340,7 @@ def test_seed_double_under_clinker():
 
 
 def test_example_script_runs():
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = REPO_ROOT
     out = subprocess.run([sys.executable, os.path.join(here, "examples", "double_op.py")],
                          stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
     assert out.split() == ["py", "linker:", "9.0", "c", "linker:", "9.0"]

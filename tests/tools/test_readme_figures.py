@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 SCRIPT = os.path.join(ROOT, "tools", "readme_figures.py")
 BEGIN, END = "<!-- logreg-profile:begin -->", "<!-- logreg-profile:end -->"
 

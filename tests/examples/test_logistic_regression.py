@@ -18,7 +18,7 @@ import pytest
 
 import logistic_regression as lr
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # the repository
 SCRIPT = os.path.join(ROOT, "examples", "logistic_regression.py")
 STEPS = 1000
 PARAM_TOL = 1e-10

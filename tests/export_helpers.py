@@ -1,0 +1,58 @@
+"""Helpers of the export tests (tests/export, tests/cuda): a toolchain with no Python, running
+the exported example, reading what it prints."""
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+
+TOOLS = ("make", "cc", "gcc", "g++", "as", "ld", "rm")
+
+
+def no_python_env(folder):
+    """An environment with make and the C toolchain on PATH, and no Python at all."""
+    bin_dir = os.path.join(str(folder), "bin")
+    os.makedirs(bin_dir, exist_ok=True)
+    for tool in TOOLS:
+        real = shutil.which(tool)
+        if real is not None and not os.path.exists(os.path.join(bin_dir, tool)):
+            os.symlink(os.path.realpath(real), os.path.join(bin_dir, tool))
+    env = {"PATH": bin_dir, "HOME": str(folder), "LANG": "C"}
+    assert shutil.which("python3", path=bin_dir) is None and shutil.which("python", path=bin_dir) is None
+    assert shutil.which("pypy3", path=bin_dir) is None
+    assert not any(k.startswith("PYTHON") for k in env)
+    return env
+
+
+def run(argv, cwd, env, check=True):
+    proc = subprocess.run(argv, cwd=str(cwd), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    if check and proc.returncode != 0:
+        raise AssertionError("%s exited %d\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(argv), proc.returncode, proc.stdout[-4000:], proc.stderr[-4000:]))
+    return proc
+
+
+_HEADER = re.compile(r"^(output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
+_DTYPES = {"float": "f", "int": "i", "uint": "u", "complex": "c"}
+
+
+def parse_printed(text):
+    """{(kind, name): array} from what the example prints (numbers written with %.17g)."""
+    found = {}
+    heads = list(_HEADER.finditer(text))
+    for k, head in enumerate(heads):
+        body = text[head.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)]
+        kind, name, base, bits, dims = head.groups()
+        shape = tuple(int(d) for d in dims.replace(",", " ").split())
+        if base == "bool":
+            values = [v == "True" for v in re.findall(r"True|False", body)]
+            dtype = np.bool_
+        else:
+            dtype = np.dtype("%s%d" % (_DTYPES[base], int(bits) // 8))
+            tokens = re.findall(r"[-+]?(?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)(?:[-+](?:nan|inf|[0-9.]+(?:e[-+]?\d+)?)j)?",
+                                body)
+            values = [complex(t.replace("+-", "-")) if t.endswith("j") else float(t) for t in tokens]
+        found[(kind, name)] = np.array(values, dtype=dtype).reshape(shape)
+    return found
