@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 
 import cffi
 import numpy as np
@@ -34,7 +33,16 @@ def cdef_text() -> str:
 
 ffi = cffi.FFI()
 ffi.cdef(cdef_text())
-ffi.cdef("void free(void *ptr);")
+# From the C library: free (owned output blocks), and the dynamic loader's calls, so that a graph
+# library's entry points are looked up by name at run time with no per-library cdef (cffi keeps
+# every cdef for the life of the process) and the library can be closed once nothing uses it.
+ffi.cdef("""
+void free(void *ptr);
+void *dlopen(const char *filename, int flags);
+void *dlsym(void *handle, const char *symbol);
+int dlclose(void *handle);
+char *dlerror(void);
+""")
 _libc = ffi.dlopen(None)
 c_free = _libc.free
 
@@ -43,7 +51,6 @@ def _const(name):
     # In ABI mode the header's #define constants are attributes of any lib of this ffi.
     return getattr(_libc, name)
 
-_cdef_lock = threading.Lock()
 
 ABI_VERSION = _const("FFG_ABI_VERSION")
 MAX_NDIM = _const("FFG_MAX_NDIM")
@@ -52,21 +59,6 @@ DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
 
 ENTRY_POINTS = ("version", "describe", "create", "run", "destroy", "set_allocator")
 OPTIONAL_ENTRY_POINTS = ("profile",)   # only in libraries generated with profiling on
-
-
-_declared_prefixes = set()
-
-
-def declare_entry_points(prefix: str) -> None:
-    """Tell cffi about one library's five functions (typed by the header's ffg_*_fn); once per prefix
-    (a library that failed to load and is rebuilt declares the same names again)."""
-    with _cdef_lock:
-        if prefix in _declared_prefixes:
-            return
-        # declaring a symbol the library lacks is harmless: cffi looks it up on first access
-        ffi.cdef("".join("ffg_%s_fn %s_%s;\n" % (name, prefix, name)
-                         for name in ENTRY_POINTS + OPTIONAL_ENTRY_POINTS))
-        _declared_prefixes.add(prefix)
 
 
 def expected_layout():

@@ -16,7 +16,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.compile.mode import Mode
-from helpers import rss_check_skip
+from helpers import rss_bytes, rss_check_skip
 
 C_LINKERS = ["c", "c|py", "cvm"]
 EIB4 = 2 ** 62   # bytes: refused by malloc immediately (beyond any address space)
@@ -114,11 +114,6 @@ def test_join_length_overflow(linker):
     np.testing.assert_array_equal(f(np.array([1, 2], "int8")), [1, 2, 1, 2, 1, 2])
 
 
-def _rss_bytes():
-    with open("/proc/self/statm") as fh:
-        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
 @rss_check_skip()
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc to read the resident size")
 def test_failed_call_frees_what_earlier_nodes_allocated(linker):
@@ -134,12 +129,12 @@ def test_failed_call_frees_what_earlier_nodes_allocated(linker):
         with pytest.raises(MemoryError):
             f(xs, ys)
     gc.collect()
-    before = _rss_bytes()
+    before = rss_bytes()
     for _ in range(100):   # 100 MiB if the intermediate leaked
         with pytest.raises(MemoryError):
             f(xs, ys)
     gc.collect()
-    grown = _rss_bytes() - before
+    grown = rss_bytes() - before
     assert grown < 40 * 2 ** 20, "resident size grew by %d MiB over 100 failed calls" % (grown >> 20)
     np.testing.assert_array_equal(f(np.zeros((2, 1)), np.ones((1, 2))), np.full((2, 2), 2.0))
 

@@ -16,7 +16,7 @@ from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp, CompileError
 from ffigraph.linkers.c.load import AbiMismatchError, LoadedLibrary, built_libraries
 from ffigraph.linkers.c.build import build_library
-from helpers import REPO_ROOT, PythonOnly, rss_check_skip
+from helpers import REPO_ROOT, PythonOnly, rss_bytes, rss_check_skip
 
 C_LINKERS = ["c", "c|py"]
 
@@ -287,16 +287,8 @@ def test_default_mode_falls_back_per_node_and_says_so():
 # ------------------------------------------------------------------ leaks
 
 
-def _rss_kb():
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
-
-
 @rss_check_skip()
-@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs /proc to read RSS")
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc to read RSS")
 def test_no_leak_over_many_calls_and_failures(cmode):
     import gc
 
@@ -323,9 +315,9 @@ def test_no_leak_over_many_calls_and_failures(cmode):
         # blocks; a leak keeps growing after that
         for _ in range(3):
             block()
-    before = _rss_kb()
+    before = rss_bytes()
     block()
-    grown_mb = (_rss_kb() - before) / 1024.0
+    grown_mb = (rss_bytes() - before) / 2.0 ** 20
     assert grown_mb < 5, "RSS grew by %.1f MB" % grown_mb
 
 

@@ -90,8 +90,7 @@ class Raw:
     def __init__(self, inputs, outputs):
         f = ffigraph.function(inputs, outputs)
         self.lib = library_for(whole_graph_source(f.maker.fgraph))
-        self.err = ffi.new("FfgError *")
-        self.state = ffi.gc(self.lib.create(ffi.NULL, self.err), self.lib.destroy)
+        self.state, self.err = self.lib.new_state()
         self.keep = []
         self.n_out = len(outputs)
 

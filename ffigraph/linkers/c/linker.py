@@ -62,12 +62,11 @@ class CompiledGraph:
             self.source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
         self.library = library_for(self.source, compiler)
         with compile_phase("load"):
-            err = ffi.new("FfgError *")
-            state = self.library.create(ffi.NULL, err)
+            state, err = self.library.new_state()
         if state == ffi.NULL:
             raise RuntimeError("creating the state of %s failed: %s"
                                % (self.library.path, ffi.string(err.message).decode()))
-        self.state = ffi.gc(state, self.library.destroy)
+        self.state = state   # destroyed when collected; its deleter keeps the library loaded until then
         self.profile_fn = self.library.profile_function() if profile else None
         self.inputs = inputs
         self.outputs = list(fgraph.outputs)

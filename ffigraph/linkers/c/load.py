@@ -1,14 +1,26 @@
-"""Loading built libraries with cffi's ABI mode, after checking version and struct layout."""
+"""Loading built libraries with cffi's ABI mode, after checking version and struct layout.
+
+A process keeps one load of each library while anything can still call into it, and closes it
+once nothing can. The users that keep it open (``dl.OpenLibrary``) are the ``LoadedLibrary``
+object, whose entry points a compiled graph calls, and every state it created, until the
+state's ``P_destroy`` has run; both let go from cffi deleters, when their cdata is freed. The
+per-process memo holds libraries weakly: two functions of one graph share one load, and a
+library nobody uses is let go. Output arrays need no library: their blocks come from ``malloc``
+and go back with the C library's ``free``.
+"""
 from __future__ import annotations
 
+import functools
 import os
 import threading
+import weakref
 
-from ffigraph.abi import ABI_VERSION, declare_entry_points, expected_layout, ffi
+from ffigraph.abi import ABI_VERSION, expected_layout, ffi
 from ffigraph.compile.profiling import compile_phase
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import CompileError, _keep_failed, build_library
+from ffigraph.linkers.c.dl import OpenLibrary, symbol
 
 
 class AbiMismatchError(RuntimeError):
@@ -20,29 +32,63 @@ class LibraryLoadError(CompileError):
     the graph's entry points); the cache entry holding it has been removed."""
 
 
+_SELF = "library"   # the LoadedLibrary's own key among its library's users
+
+
 class LoadedLibrary:
-    """One dlopen'ed graph library and its five entry points."""
+    """One dlopen'ed graph library and its entry points (cdata function pointers).
+
+    The entry points are valid while this object lives: whatever keeps one must keep this object
+    too (a compiled graph's call does). Make states with ``new_state``: a state keeps the library
+    loaded by itself until it has been destroyed.
+    """
 
     def __init__(self, path, prefix):
-        declare_entry_points(prefix)
         self.path = path
         self.prefix = prefix
         self.source_path = os.path.join(os.path.dirname(path), cache.SOURCE_NAME) \
             if os.path.basename(path) == cache.LIB_NAME else path[:-3] + ".c"
-        self.lib = ffi.dlopen(path)
+        opened = self.opened = OpenLibrary(path)   # the open library and who still needs it
+        opened.hold(_SELF)
+        # this object's hold ends when it is freed: the deleter of a cdata only it references
+        self._hold = ffi.gc(opened.handle, functools.partial(_let_go, opened, _SELF))
         try:
-            self.version = getattr(self.lib, prefix + "_version")
-            self.describe = getattr(self.lib, prefix + "_describe")
-            self.create = getattr(self.lib, prefix + "_create")
-            self.run = getattr(self.lib, prefix + "_run")
-            self.destroy = getattr(self.lib, prefix + "_destroy")
-            self.set_allocator = getattr(self.lib, prefix + "_set_allocator")
+            self.version = self._entry("version")
+            self.describe = self._entry("describe")
+            self.create = self._entry("create")
+            self.run = self._entry("run")
+            self.destroy = self._entry("destroy")
+            self.set_allocator = self._entry("set_allocator")
             self._check_abi()
         except BaseException:
-            # unload it: the dynamic loader would otherwise hand this very library back for a
+            # unload it now: the dynamic loader would otherwise hand this very library back for a
             # rebuilt one at the same path (it matches loaded objects by name)
-            ffi.dlclose(self.lib)
+            self.close()
             raise
+
+    def _entry(self, name):
+        return symbol(self.opened.handle, "%s_%s" % (self.prefix, name), "ffg_%s_fn *" % name)
+
+    def close(self):
+        """Let go now rather than when collected (a failed load; a test). The library is closed at
+        once unless a state still holds it; this object's entry points must not be called again."""
+        self.opened.release(_SELF)
+
+    @property
+    def closed(self):
+        """Whether the library is unloaded (every user let go)."""
+        return self.opened.closed
+
+    def new_state(self, allocator=ffi.NULL):
+        """``P_create``'s state, destroyed with ``P_destroy`` when its cdata is freed; the library
+        stays loaded until then. Returns (state, error record); the state is NULL on failure."""
+        err = ffi.new("FfgError *")
+        state = self.create(allocator, err)
+        if state == ffi.NULL:
+            return state, err
+        key = ("state", int(ffi.cast("uintptr_t", state)))
+        self.opened.hold(key)
+        return ffi.gc(state, functools.partial(_destroy_state, self.destroy, self.opened, key)), err
 
     def _check_abi(self):
         version = self.version()
@@ -57,7 +103,7 @@ class LoadedLibrary:
     def profile_function(self):
         """``P_profile``, which only a library generated with profiling on exports."""
         try:
-            return getattr(self.lib, self.prefix + "_profile")
+            return self._entry("profile")
         except AttributeError:
             raise RuntimeError("%s has no %s_profile: it was not generated with profiling on"
                                % (self.path, self.prefix)) from None
@@ -73,22 +119,52 @@ class LoadedLibrary:
         return read(desc.inputs, desc.n_inputs), read(desc.outputs, desc.n_outputs)
 
 
-_memo = {}
+def _let_go(opened, key, _cdata):
+    opened.release(key)
+
+
+def _destroy_state(destroy, opened, key, state):
+    try:
+        destroy(state)
+    finally:
+        opened.release(key)
+
+
+# prefix -> its LoadedLibrary while anything uses it: two functions of one graph share one load,
+# and a library nobody uses is let go
+_memo = weakref.WeakValueDictionary()
 _memo_lock = threading.Lock()
-_build_locks = {}
+_key_locks = {}   # prefix -> [lock, number of threads using it]: one build per key at a time
+
+
+def _key_lock_enter(key):
+    with _memo_lock:
+        entry = _key_locks.setdefault(key, [threading.Lock(), 0])
+        entry[1] += 1
+    entry[0].acquire()
+    return entry
+
+
+def _key_lock_exit(key, entry):
+    entry[0].release()
+    with _memo_lock:
+        entry[1] -= 1
+        if entry[1] == 0:
+            del _key_locks[key]
 
 
 def library_for(graph_source, compiler=None):
-    """The loaded library for a generated source: built and loaded at most once per process."""
+    """The loaded library for a generated source: built and loaded at most once per process while
+    anything uses it (a library that every user dropped is closed, and loaded again if asked)."""
     key = graph_source.prefix
-    with _memo_lock:
-        if key in _memo:
-            return _memo[key]
-        lock = _build_locks.setdefault(key, threading.Lock())
-    with lock:
-        with _memo_lock:
-            if key in _memo:
-                return _memo[key]
+    loaded = _memo.get(key)
+    if loaded is not None:
+        return loaded
+    entry = _key_lock_enter(key)
+    try:
+        loaded = _memo.get(key)
+        if loaded is not None:
+            return loaded
         path = None
         with compile_phase("compiler"):   # a cache lookup, or the compiler's run
             if graph_source.cacheable:  # every type and op gave a c_code_cache_version
@@ -97,9 +173,10 @@ def library_for(graph_source, compiler=None):
                 path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
         with compile_phase("load"):
             loaded = _load(path, graph_source.prefix, compiler)
-        with _memo_lock:
-            _memo[key] = loaded
+        _memo[key] = loaded
         return loaded
+    finally:
+        _key_lock_exit(key, entry)
 
 
 def _load(path, prefix, compiler):
@@ -120,6 +197,5 @@ def _load(path, prefix, compiler):
 
 
 def built_libraries():
-    """(library path, source path) of every library this process has loaded (for inspection and tests)."""
-    with _memo_lock:
-        return [(lib.path, lib.source_path) for lib in _memo.values()]
+    """(library path, source path) of every library this process holds loaded (for inspection and tests)."""
+    return [(lib.path, lib.source_path) for lib in list(_memo.values())]
