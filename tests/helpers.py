@@ -63,27 +63,75 @@ def symbolic_like(values, prefix="in"):
             for i, v in enumerate(values)]
 
 
+class Case:
+    """One case of a batched check: how to build its output from symbols like ``values``, numpy's
+    answer ``ref(*values)``, and a label that names it when it fails.
+
+    Cases whose graphs are the same (the same ``build`` on inputs of the same dtypes and ndims, or
+    the same ``key`` when one is given) share one node of the batched function, called once per case.
+    """
+
+    def __init__(self, label, build, ref, values, rtol=None, atol=None, key=None):
+        self.label, self.build, self.ref = label, build, ref
+        self.values = [np.asarray(v) for v in values]
+        self.rtol, self.atol = rtol, atol
+        self.key = (key if key is not None else build, tuple((v.dtype.str, v.ndim) for v in self.values))
+
+    def __repr__(self):
+        return "Case(%s)" % self.label
+
+
+def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True):
+    """Compile every distinct graph of ``cases`` into ONE function (each its own inputs and output), call
+    it on every layout of every case's values and compare each output with its case's reference; check
+    ``infer_shape`` of every output against the result's shape.
+
+    One compile for many cases: each graph is its own node, whose C code is what it would be alone,
+    so batching changes the cost, not what is checked. Returns the function."""
+    groups = {}
+    for case in cases:
+        groups.setdefault(case.key, []).append(case)
+    groups = list(groups.values())
+    syms, outs = [], []
+    for g, members in enumerate(groups):
+        group_syms = symbolic_like(members[0].values, prefix="g%d_" % g)
+        syms += group_syms
+        outs.append(members[0].build(*group_syms))
+    f = function(syms, outs, mode=mode, on_unused_input="ignore")
+    shapes = [list(T.inferred_shape(out)) for out in outs]
+    flat = [s for shape in shapes for s in shape]
+    # infer_shape is graph logic, the same whatever the linker: it is checked in Python
+    shape_f = function(syms, flat, mode="FAST_COMPILE", on_unused_input="ignore") if check_shape and flat else None
+    for r in range(max(len(members) for members in groups)):
+        # round r: each graph takes its r-th case (or repeats its last, which is not checked again)
+        chosen = [members[min(r, len(members) - 1)] for members in groups]
+        fresh = [r < len(members) for members in groups]
+        values = [v for case in chosen for v in case.values]
+        with np.errstate(all="ignore"):
+            expected = [case.ref(*case.values) if new else None for case, new in zip(chosen, fresh)]
+        for layout in layouts:
+            got = f(*[relayout(v, layout) for v in values])
+            for case, new, g, e, out in zip(chosen, fresh, got, expected, outs):
+                if not new:
+                    continue
+                try:
+                    assert_matches(g, e, out.type, case.rtol, case.atol)
+                except AssertionError as err:
+                    raise AssertionError("case %s, layout %s: %s" % (case.label, layout, err)) from None
+        if shape_f is not None:
+            inferred = iter(shape_f(*values))
+            for case, new, shape, e in zip(chosen, fresh, shapes, expected):
+                got = tuple(int(next(inferred)) for _ in shape)
+                if new and shape:
+                    assert got == np.shape(e), "case %s: infer_shape says %s, result has %s" % (
+                        case.label, got, np.shape(e))
+    return f
+
+
 def check(build, ref, values, mode, rtol=None, atol=None, layouts=LAYOUTS, check_shape=True):
     """Compile ``build(*symbols)`` for inputs like ``values`` and compare with ``ref(*values)``
     on every layout; also check that the op's ``infer_shape`` agrees with the result."""
-    values = [np.asarray(v) for v in values]
-    syms = symbolic_like(values)
-    out = build(*syms)
-    f = function(syms, out, mode=mode, on_unused_input="ignore")
-    with np.errstate(all="ignore"):
-        expected = ref(*values)
-    for layout in layouts:
-        got = f(*[relayout(v, layout) for v in values])
-        assert_matches(got, expected, out.type, rtol, atol)
-    if check_shape:
-        # infer_shape is graph logic, the same whatever the linker: check it in Python
-        shape_f = function(syms, list(T.inferred_shape(out)) or [T.constant(0)], mode="FAST_COMPILE",
-                           on_unused_input="ignore")
-        inferred = shape_f(*values)
-        if out.ndim:
-            assert tuple(int(s) for s in inferred) == np.shape(expected), \
-                "infer_shape says %s, result has %s" % (inferred, np.shape(expected))
-    return f
+    return check_cases([Case("", build, ref, values, rtol, atol)], mode, layouts, check_shape)
 
 
 def sample(dtype, shape, rng=None, low=-3, high=3, special=False):

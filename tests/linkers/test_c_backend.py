@@ -15,6 +15,7 @@ from ffigraph.graph import Apply
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c import COp, CompileError
 from ffigraph.linkers.c.load import AbiMismatchError, LoadedLibrary, built_libraries
+from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import build_library
 from helpers import REPO_ROOT, PythonOnly, rss_bytes, rss_check_skip
 
@@ -82,20 +83,25 @@ def test_library_describes_its_slots():
 # ------------------------------------------------------------------ no CPython API anywhere
 
 
+FORBIDDEN_IN_C = re.compile(r"Python\.h|numpy/|\bPyObject\b|\bPy[A-Z_]\w*\(")
+
+
 def test_generated_code_has_no_python_api_and_links_no_libpython(cmode):
+    """The libraries of a graph with elementwise, reduction, dot, view, join and shape nodes:
+    no Python in their source, no Python symbol undefined, only the entry points exported."""
     x, y = T.dmatrix("x"), T.dvector("y")
     out = T.exp(x) * y + T.tanh(x) - 1.5 * y
-    f = function([x, y], [out, out.T, x.shape], mode=cmode)
+    f = function([x, y], [out, out.T, x.shape, T.dot(x, y).sum(), T.concatenate([x, x])[::-1], x.max(axis=0)],
+                 mode=cmode)
     f(np.ones((2, 3)), np.ones(3))
     libs = built_libraries()
-    assert libs
-    forbidden = re.compile(r"Python\.h|numpy/|\bPyObject\b|\bPy[A-Z_]\w*\(")
+    assert len(libs) >= 1 if cmode.linker_spec == "c" else len(libs) >= 6
     nm = shutil.which("nm")
     ldd = shutil.which("ldd")
     for lib, source_path in libs:
         with open(source_path) as fh:
             source = fh.read()
-        assert not forbidden.search(source), lib
+        assert not FORBIDDEN_IN_C.search(source), lib
         includes = re.findall(r"#include\s*[<\"]([^>\"]+)", source)
         assert all(not i.lower().startswith(("python", "numpy")) for i in includes), includes
         if nm:
@@ -110,6 +116,39 @@ def test_generated_code_has_no_python_api_and_links_no_libpython(cmode):
         if ldd:
             linked = subprocess.run([ldd, lib], stdout=subprocess.PIPE, universal_newlines=True).stdout
             assert "libpython" not in linked and "libpypy" not in linked
+
+
+def test_no_source_in_the_compile_cache_uses_python():
+    """Every library this test run has compiled so far (the suite's whole compile cache: every op,
+    dtype and linker that ran before this test in any worker), read as text."""
+    x = T.dvector("x")
+    function([x], x * 2.0 + 1.0, mode=Mode(linker="c"))   # at least one, when this test runs alone
+    root = cache.root()
+    sources = [os.path.join(d, name) for d, _, names in os.walk(root) for name in names if name == cache.SOURCE_NAME]
+    assert sources, "nothing compiled under %s" % root
+    for path in sources:
+        with open(path) as fh:
+            text = fh.read()
+        assert not FORBIDDEN_IN_C.search(text), path
+        assert "#include <Python" not in text and "#include <numpy" not in text, path
+
+
+def test_opwise_node_library_is_the_whole_graph_library_of_that_node():
+    """Why the op matrices run ``c`` and not also ``c|py``: for a node alone, c|py builds (and
+    loads) exactly the library that c builds; in a larger graph it builds each node as the library
+    of that node alone, its inputs as slots. Either way the op's C code is the same."""
+    x, z, y = T.dmatrix("x"), T.dmatrix("z"), T.dvector("y")
+    c = T.tensor("bool", (None, None), name="c")
+    values = {x: np.arange(6.0).reshape(2, 3) - 2, z: np.ones((2, 3)), y: np.arange(3.0), c: np.eye(2, 3) > 0}
+    for inputs, out in (([x, z], T.mul(x, z)), ([x], T.sum(x, axis=0)), ([x, y], T.dot(x, y)),
+                        ([x, z], T.concatenate([x, z])), ([c, x, z], T.switch(c, x, z)), ([x], T.cast(x, "int32"))):
+        whole = function(inputs, out, mode=Mode(linker="c", optimizer=None))
+        opwise = function(inputs, out, mode=Mode(linker="c|py", optimizer=None))
+        assert len(whole.fgraph.apply_nodes) == 1, out
+        (node_library,) = [compiled.library for compiled in opwise.maker.linker.compiled_nodes.values()]
+        assert node_library is whole.maker.linker.compiled.library, out
+        args = [values[v] for v in inputs]
+        np.testing.assert_array_equal(whole(*args), opwise(*args))
 
 
 def test_generated_source_is_readable():
@@ -339,11 +378,15 @@ def test_example_script_runs():
 
 
 def test_large_graph_compiles_and_runs():
+    from ffigraph.linkers.c.codegen import LARGE_GRAPH
+
     x = T.dvector("x")
     y = x
-    for i in range(300):
+    for i in range(60):
         y = T.tanh(y) * 0.5 + x if i % 3 else y + 1
     f = function([x], y, mode=Mode(linker="c", optimizer=None))
+    assert len(f.fgraph.apply_nodes) > 2 * LARGE_GRAPH, "big enough for the large-graph code path"
+    assert "noinline" in f.c_source()
     g = function([x], y, mode=Mode(linker="py", optimizer=None))
     v = np.linspace(-1, 1, 5)
     np.testing.assert_allclose(f(v), g(v), rtol=1e-12)

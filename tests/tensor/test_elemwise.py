@@ -14,7 +14,7 @@ import pytest
 
 import ffigraph.tensor as T
 from ffigraph import function
-from helpers import ALL_DTYPES, assert_matches, check, sample
+from helpers import ALL_DTYPES, Case, assert_matches, check, check_cases, sample
 
 # ------------------------------------------------------------------ expected typing
 
@@ -146,18 +146,21 @@ def unary_ref(name, dtype):
     return run, out
 
 
-UNARY_CASES = [(n, d, s) for n in UNARY for d in ALL_DTYPES for s in SHAPES if kind(d) in UNARY[n][2]]
-
-
-@pytest.mark.parametrize("name,dtype,shape", UNARY_CASES, ids=_id)
-def test_unary(name, dtype, shape, mode):
-    fn = UNARY[name][0]
-    ref, out_dtype = unary_ref(name, dtype)
-    x = sample(dtype, shape, special=True)
-    sym = T.tensor(dtype, (None,) * len(shape))
-    assert fn(sym).dtype == out_dtype
-    assert fn(sym).ndim == len(shape)
-    check(fn, ref, [x], mode)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary(name, mode):
+    """Every accepted dtype of ALL_DTYPES on every shape of SHAPES, in one compiled function."""
+    fn, _, kinds, _ = UNARY[name]
+    cases = []
+    for dtype in ALL_DTYPES:
+        if kind(dtype) not in kinds:
+            continue
+        ref, out_dtype = unary_ref(name, dtype)
+        for shape in SHAPES:
+            sym = T.tensor(dtype, (None,) * len(shape))
+            assert fn(sym).dtype == out_dtype, (dtype, shape)
+            assert fn(sym).ndim == len(shape), (dtype, shape)
+            cases.append(Case("%s,%s" % (dtype, _id(shape)), fn, ref, [sample(dtype, shape, special=True)]))
+    check_cases(cases, mode)
 
 
 @pytest.mark.parametrize("name", sorted(UNARY))
@@ -303,41 +306,38 @@ def binary_ref(name, da, db):
     return run, out
 
 
-def _binary_check(name, da, db, sa, sb, mode):
+def _binary_case(name, da, db, sa, sb):
     fn = BINARY[name][0]
     ref, out_dtype = binary_ref(name, da, db)
     a, b = binary_values(name, da, db, sa, sb)
     sym = fn(T.tensor(da, (None,) * len(sa)), T.tensor(db, (None,) * len(sb)))
     assert sym.dtype == out_dtype
     assert sym.ndim == max(len(sa), len(sb))
-    check(fn, ref, [a, b], mode)
+    return Case("%s,%s,%s,%s" % (da, db, _id(sa), _id(sb)), fn, ref, [a, b])
 
 
-SAME_CASES = [(n, d, s) for n in BINARY for d in ALL_DTYPES for s in SHAPES if kind(d) in BINARY[n][2]]
+BCAST_DTYPES = ("float64", "float32", "int32", "bool")
 
 
-@pytest.mark.parametrize("name,dtype,shape", SAME_CASES, ids=_id)
-def test_binary_same_shape(name, dtype, shape, mode):
-    _binary_check(name, dtype, dtype, shape, shape, mode)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_same_shape_and_broadcasting(name, mode):
+    """Every accepted dtype of ALL_DTYPES on every shape of SHAPES (both operands alike) and, for
+    BCAST_DTYPES, every broadcast pair of BROADCAST_SHAPES, in one compiled function."""
+    cases = []
+    for dtype in ALL_DTYPES:
+        if kind(dtype) in BINARY[name][2]:
+            pairs = [(s, s) for s in SHAPES] + (list(BROADCAST_SHAPES) if dtype in BCAST_DTYPES else [])
+            cases += [_binary_case(name, dtype, dtype, sa, sb) for sa, sb in pairs]
+    check_cases(cases, mode)
 
 
-BCAST_CASES = [(n, d, sa, sb) for n in BINARY for d in ("float64", "float32", "int32", "bool")
-               for sa, sb in BROADCAST_SHAPES if kind(d) in BINARY[n][2]]
-
-
-@pytest.mark.parametrize("name,dtype,sa,sb", BCAST_CASES, ids=_id)
-def test_binary_broadcasting(name, dtype, sa, sb, mode):
-    _binary_check(name, dtype, dtype, sa, sb, mode)
-
-
-MIXED_CASES = [(n, da, db) for n in BINARY for da, db in MIXED_DTYPES
-               if kind(da) in BINARY[n][2] and kind(db) in BINARY[n][2]]
-
-
-@pytest.mark.parametrize("name,da,db", MIXED_CASES, ids=_id)
-def test_binary_mixed_dtypes(name, da, db, mode):
-    _binary_check(name, da, db, (3, 4), (4,), mode)
-    _binary_check(name, da, db, (), (2, 3), mode)
+@pytest.mark.parametrize("name", sorted(BINARY))
+def test_binary_mixed_dtypes(name, mode):
+    """Every accepted pair of MIXED_DTYPES, as (3, 4) with (4,) and () with (2, 3), in one function."""
+    kinds = BINARY[name][2]
+    pairs = [(da, db) for da, db in MIXED_DTYPES if kind(da) in kinds and kind(db) in kinds]
+    check_cases([_binary_case(name, da, db, sa, sb) for da, db in pairs
+                 for sa, sb in (((3, 4), (4,)), ((), (2, 3)))], mode)
 
 
 @pytest.mark.parametrize("name", sorted(BINARY))
@@ -536,18 +536,16 @@ WEAK_CASES = [
 ]
 
 
-@pytest.mark.parametrize("label,build,dtype,out_dtype,ref", WEAK_CASES, ids=[c[0] for c in WEAK_CASES])
 @pytest.mark.parametrize("shape", [(), (5,), (2, 3)], ids=_id)
-def test_weak_python_scalars(label, build, dtype, out_dtype, ref, shape, mode):
-    x = T.tensor(dtype, (None,) * len(shape))
-    out = build(x)
-    assert out.dtype == out_dtype
-    assert out.ndim == len(shape)
-    v = sample(dtype, shape)
-    got = function([x], out, mode=mode)(v)
-    with np.errstate(all="ignore"):
-        expected = np.asarray(ref(v))
-    assert_matches(got, expected, out.type)
+def test_weak_python_scalars(shape, mode):
+    """Every case of WEAK_CASES on this shape, in one compiled function."""
+    cases = []
+    for label, build, dtype, out_dtype, ref in WEAK_CASES:
+        out = build(T.tensor(dtype, (None,) * len(shape)))
+        assert out.dtype == out_dtype, label
+        assert out.ndim == len(shape), label
+        cases.append(Case(label, build, lambda v, ref=ref: np.asarray(ref(v)), [sample(dtype, shape)]))
+    check_cases(cases, mode)
 
 
 def test_weak_scalar_dtype_rules():
