@@ -27,12 +27,44 @@ def mode(request):
     return Mode(linker=request.param, optimizer=None)
 
 
+# What the phases of ``./dev test`` run besides the whole suite on CPython (README, "Tests"):
+# The op matrices check every op against numpy over dtypes, shapes, axes and layouts. Their
+# generated C is the same whichever interpreter loads it, so the PyPy phase runs one case per test
+# function, op and linker of them (--one-per-test-marked op_matrix) and every other file in full.
+OP_MATRIX = (
+    "tests/tensor/test_elemwise.py", "tests/tensor/test_reductions.py", "tests/tensor/test_reduce_c.py",
+    "tests/tensor/test_dot_c.py", "tests/tensor/test_views_c.py", "tests/tensor/test_shape_ops.py",
+    "tests/tensor/test_build_ops.py", "tests/tensor/test_arange.py", "tests/tensor/test_inc_subtensor.py",
+    "tests/tensor/test_sum_to_shape.py", "tests/tensor/test_grad_ops.py", "tests/scalar/test_vmath.py",
+    "tests/rewriting/test_fusion.py", "tests/rewriting/test_rewrites_canonical.py",
+)
+# The sanitizer phase (CPython, generated C built with ASan and UBSan) runs one case per test
+# function and op (--one-per-test) of these: every op, the failure paths (bad input, failing ops,
+# failed allocations, errors from C hosts), the library memo and the export example with its C hosts.
+SANITIZE = OP_MATRIX + (
+    "tests/compile/test_compile_ops.py", "tests/rewriting/test_inplace.py", "tests/examples/test_double.py",
+    "tests/examples/test_logistic_regression.py", "tests/compile/test_function.py",
+    "tests/linkers/test_c_backend.py", "tests/linkers/test_alloc_failure.py", "tests/linkers/test_library_memo.py",
+    "tests/linkers/test_sanitize.py", "tests/export/test_export.py", "tests/export/test_hostile_names.py",
+    "tests/compile/test_profile.py",
+)
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a working CUDA GPU (skipped elsewhere, with the reason)")
+    config.addinivalue_line("markers", "op_matrix: a file of OP_MATRIX (conftest.py): one case per op on PyPy")
+    config.addinivalue_line("markers", "sanitize: a file of SANITIZE (conftest.py): run in the sanitizer phase")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip @pytest.mark.gpu tests unless a GPU can run work, saying why in CUDA's own words."""
+    """Mark the op matrices and the sanitizer phase's files; skip @pytest.mark.gpu tests unless a
+    GPU can run work, saying why in CUDA's own words."""
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        if path in OP_MATRIX:
+            item.add_marker(pytest.mark.op_matrix)
+        if path in SANITIZE:
+            item.add_marker(pytest.mark.sanitize)
     gpu_items = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_items:
         return
