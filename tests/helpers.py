@@ -81,7 +81,7 @@ class Case:
         return "Case(%s)" % self.label
 
 
-def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True):
+def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True, _one_output=False):
     """Compile every distinct graph of ``cases`` into ONE function (each its own inputs and output), call
     it on every layout of every case's values and compare each output with its case's reference; check
     ``infer_shape`` of every output against the result's shape.
@@ -97,7 +97,13 @@ def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True):
         group_syms = symbolic_like(members[0].values, prefix="g%d_" % g)
         syms += group_syms
         outs.append(members[0].build(*group_syms))
-    f = function(syms, outs, mode=mode, on_unused_input="ignore")
+    if _one_output:   # check's function returns its one output, not a list
+        one = function(syms, outs[0], mode=mode, on_unused_input="ignore")
+
+        def f(*args):
+            return [one(*args)]
+    else:
+        one = f = function(syms, outs, mode=mode, on_unused_input="ignore")
     shapes = [list(T.inferred_shape(out)) for out in outs]
     flat = [s for shape in shapes for s in shape]
     # infer_shape is graph logic, the same whatever the linker: it is checked in Python
@@ -125,13 +131,54 @@ def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True):
                 if new and shape:
                     assert got == np.shape(e), "case %s: infer_shape says %s, result has %s" % (
                         case.label, got, np.shape(e))
-    return f
+    return one
+
+
+def caller(f, cases):
+    """Calls of ``f``, the function ``check_cases(cases, ...)`` compiled (each distinct graph its own
+    inputs and output, in the order of their first case), with values of your choosing for some
+    graphs and their first case's values for the others. So one compiled function also checks
+    what ``check_cases`` cannot give it: bad values (errors), chosen layouts, empty inputs.
+
+    ``call(case, *values)`` runs ``case``'s graph on ``values`` and returns its output;
+    ``call.many({label: values})`` runs the graphs of those cases at once and returns
+    {label: output} for every graph (a graph not named under the label of its first case);
+    ``call.type(case)`` is the type of ``case``'s output."""
+    firsts = {}
+    for case in cases:
+        firsts.setdefault(case.key, case)
+    keys = list(firsts)
+    by_label = {case.label: case for case in cases}
+    assert len(by_label) == len(cases), "case labels must be unique"
+    outputs = f.maker.fgraph.outputs
+    assert len(keys) == len(outputs), "f is not check_cases(cases)'s function"
+
+    def run(chosen):   # {graph index: (label, values)}
+        args = [v for g, key in enumerate(keys) for v in (chosen[g][1] if g in chosen else firsts[key].values)]
+        return f(*args)
+
+    def call(case, *values):
+        g = keys.index(case.key)
+        return run({g: (case.label, values)})[g]
+
+    def many(values_by_label=None):
+        chosen = {}
+        for label, values in (values_by_label or {}).items():
+            g = keys.index(by_label[label].key)
+            assert g not in chosen, "two cases of one graph: %s and %s" % (chosen[g][0], label)
+            chosen[g] = (label, list(values))
+        outs = run(chosen)
+        return {chosen[g][0] if g in chosen else firsts[key].label: out for g, (key, out) in enumerate(zip(keys, outs))}
+
+    call.type = lambda case: outputs[keys.index(case.key)].type
+    call.many = many
+    return call
 
 
 def check(build, ref, values, mode, rtol=None, atol=None, layouts=LAYOUTS, check_shape=True):
     """Compile ``build(*symbols)`` for inputs like ``values`` and compare with ``ref(*values)``
     on every layout; also check that the op's ``infer_shape`` agrees with the result."""
-    return check_cases([Case("", build, ref, values, rtol, atol)], mode, layouts, check_shape)
+    return check_cases([Case("", build, ref, values, rtol, atol)], mode, layouts, check_shape, _one_output=True)
 
 
 def sample(dtype, shape, rng=None, low=-3, high=3, special=False):

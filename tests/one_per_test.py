@@ -14,7 +14,8 @@ from __future__ import annotations
 import pytest
 
 LINKER_PARAMS = ("mode", "cmode", "c_mode", "linker")
-OP_PARAMS = ("name", "kind", "op", "fn", "label", "case", "build")
+OP_PARAMS = ("name", "kind", "op", "fn", "label", "case", "build",
+             "path", "level")   # (the last two: Dot's BLAS and blocked kernels, vmath's dispatch levels)
 RANK = {"c": 0, "c|py": 1, None: 2}
 
 

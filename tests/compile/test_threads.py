@@ -22,7 +22,6 @@ from ffigraph.compile.mode import Mode
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c.interface import COp
-from ffigraph.linkers.c.linker import CompiledGraph
 from ffigraph.linkers.c.marshal import CallBlock
 
 LINKERS = ["c", "cvm", "c|py", "py"]

@@ -7,7 +7,6 @@ leftover build folder for it, and the very same graph must then build and run.
 """
 import os
 import shutil
-import textwrap
 import time
 
 import numpy as np

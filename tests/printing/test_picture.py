@@ -10,7 +10,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import function, shared
 from ffigraph.compile.mode import Mode
-from ffigraph.graph import Apply, FunctionGraph, Op
+from ffigraph.graph import FunctionGraph
 from helpers import TwoOut
 from ffigraph.printing import graph_dot, graph_picture
 from ffigraph.scalar.composite import Composite
