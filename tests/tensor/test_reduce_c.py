@@ -1,4 +1,14 @@
-"""The plain-C code of the reductions (ffigraph.tensor.reduce_c) under the C linkers, against numpy."""
+"""The plain-C code of the reductions (ffigraph.tensor.reduce_c) under the C linkers, against numpy.
+
+Each test compiles one function for all its cases (``helpers.check_cases``: every dtype, shape, axis
+and keepdims of one reduction kind in one library), and tests are parametrised by the kind at most.
+The op tests run under the whole-graph C linker "c" only: "c|py" builds the very same node libraries
+(tests/linkers/test_c_backend.py checks it), so it appears only where something specific to it is
+checked (the Python fallback of complex values, the error message, the node libraries of a
+reduction with keepdims).
+"""
+import functools
+
 import numpy as np
 import pytest
 
@@ -8,7 +18,7 @@ from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.c.codegen import generate, node_has_c_code
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.tensor.math import ArgReduce, Reduce
-from helpers import check, relayout, sample
+from helpers import Case, caller, check_cases, relayout, sample
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 ARG_KINDS = ("argmax", "argmin")
@@ -20,7 +30,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Mean of empty slice:RuntimeWarni
                                         "ignore:invalid value encountered:RuntimeWarning")
 
 
-@pytest.fixture(params=["c", "c|py"])
+@pytest.fixture(params=["c"])
 def c_mode(request):
     return Mode(linker=request.param, optimizer=None)
 
@@ -56,8 +66,15 @@ def values(kind, dtype, shape, special=True):
     return v
 
 
-def build(kind, axis, keepdims=False, **kw):
+@functools.lru_cache(maxsize=None)
+def build(kind, axis, keepdims=False, dtype=None):
+    """The graph of a case (one object per arguments, so that cases of the same graph share a node)."""
+    kw = {} if dtype is None else {"dtype": dtype}
     return lambda x: getattr(T, kind)(x, axis=axis, keepdims=keepdims, **kw)
+
+
+def ref(kind, axis, keepdims=False, dtype=None):
+    return lambda a: np_ref(kind, a, axis, keepdims=keepdims, dtype=dtype)
 
 
 def assert_ran_in_c(f):
@@ -72,49 +89,66 @@ def c_source(outputs, inputs):
     return generate(fg).source
 
 
+def _label(*parts):
+    return ",".join(p if isinstance(p, str) else repr(p) for p in parts)
+
+
 # ------------------------------------------------------------------ the grid
 
 
 AXES = (None, 0, 1, -1, (0, 2), ())
 
 
-@pytest.mark.parametrize("axis", AXES, ids=repr)
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kind", KINDS + ARG_KINDS)
-def test_grid_3d(kind, dtype, axis, c_mode):
-    x = values(kind, dtype, (2, 3, 4))
-    f = check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode,
-              check_shape=(dtype == "float64"))
-    assert_ran_in_c(f)
+def test_grid_3d(kind, c_mode):
+    """Every dtype of DTYPES and axis of AXES on a (2, 3, 4) input, in one compiled function."""
+    cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis), [values(kind, dtype, (2, 3, 4))])
+             for dtype in DTYPES for axis in AXES]
+    assert_ran_in_c(check_cases(cases, c_mode))
 
 
 @pytest.mark.parametrize("kind", KINDS + ARG_KINDS)
 def test_keepdims(kind, c_mode):
-    for dtype in ("float64", "int32"):
-        x = values(kind, dtype, (3, 2, 4))
-        for axis in (None, 1, (0, 2), -1):
-            check(build(kind, axis, keepdims=True), lambda a: np_ref(kind, a, axis, keepdims=True), [x], c_mode)
+    cases = [Case(_label(dtype, axis), build(kind, axis, keepdims=True), ref(kind, axis, keepdims=True),
+                  [values(kind, dtype, (3, 2, 4))])
+             for dtype in ("float64", "int32") for axis in (None, 1, (0, 2), -1)]
+    check_cases(cases, c_mode)
+
+
+def test_keepdims_under_the_opwise_linker():
+    """Under "c|py" a reduction with keepdims is three nodes, each its own library and each run in C:
+    the reduction, the DimShuffle that puts the reduced axes back (its library returns a view of
+    its input slot) and the copy of the output."""
+    cases = [Case(_label(kind, dtype, axis), build(kind, axis, keepdims=True), ref(kind, axis, keepdims=True),
+                  [values(kind, dtype, (3, 2, 4))])
+             for kind, dtype, axis in (("sum", "float64", 1), ("argmax", "int32", (0, 2)))]
+    f = check_cases(cases, Mode(linker="c|py", optimizer=None))
+    assert_ran_in_c(f)
+    ops = sorted(type(node.op).__name__ for node, _ in f.maker.linker.describe_nodes())
+    assert ops == ["ArgReduce", "DeepCopyOp", "DeepCopyOp", "DimShuffle", "DimShuffle", "Reduce"], ops
 
 
 @pytest.mark.parametrize("kind", KINDS + ARG_KINDS)
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_0d_input(kind, dtype, c_mode):
-    s = np.asarray(values(kind, dtype, (5,))[3])
-    for axis in (None, ()):
-        f = check(build(kind, axis), lambda a: np_ref(kind, a, axis), [s], c_mode)
-        assert_ran_in_c(f)
+def test_0d_input(kind, c_mode):
+    cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis),
+                  [np.asarray(values(kind, dtype, (5,))[3])])
+             for dtype in DTYPES for axis in (None, ())]
+    assert_ran_in_c(check_cases(cases, c_mode))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_4d_and_layouts_that_do_not_merge(kind, c_mode):
     # transposed views: the reduced axes are not one run of memory, so the nested loops run
     x = values(kind, "float64", (3, 4, 2, 5), special=False)
-    for axis in ((1, 2), (0, 1, 2), (2, 3), (0, 3), (1, 2, 3)):
-        f = check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode)
-        for perm in ((3, 2, 1, 0), (0, 2, 1, 3), (1, 0, 3, 2)):
-            view = x.transpose(perm)
-            np.testing.assert_allclose(f(np.ascontiguousarray(view)), np_ref(kind, view, axis), rtol=1e-12)
-            np.testing.assert_allclose(f(view), np_ref(kind, view, axis), rtol=1e-12)
+    axes = ((1, 2), (0, 1, 2), (2, 3), (0, 3), (1, 2, 3))
+    cases = [Case(_label(axis), build(kind, axis), ref(kind, axis), [x]) for axis in axes]
+    f = check_cases(cases, c_mode)
+    for perm in ((3, 2, 1, 0), (0, 2, 1, 3), (1, 0, 3, 2)):
+        view = x.transpose(perm)
+        for arg in (np.ascontiguousarray(view), view):
+            got = caller(f, cases).many({case.label: [arg] for case in cases})
+            for axis, case in zip(axes, cases):
+                np.testing.assert_allclose(got[case.label], np_ref(kind, view, axis), rtol=1e-12)
 
 
 def test_zero_strides_broadcast_input(c_mode):
@@ -128,48 +162,44 @@ def test_zero_strides_broadcast_input(c_mode):
     np.testing.assert_allclose(got[3], v.mean())
 
 
-@pytest.mark.parametrize("dtype", ("int8", "int16", "uint8", "uint16", "uint32", "uint64"))
 @pytest.mark.parametrize("kind", KINDS + ARG_KINDS)
-def test_other_integer_dtypes(kind, dtype, c_mode):
-    x = values(kind, dtype, (3, 4), special=False)
-    for axis in (None, 1):
-        f = check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False,
-                  rtol=1e-6)
-        assert_ran_in_c(f)
+def test_other_integer_dtypes(kind, c_mode):
+    cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis),
+                  [values(kind, dtype, (3, 4), special=False)], rtol=1e-6)
+             for dtype in ("int8", "int16", "uint8", "uint16", "uint32", "uint64") for axis in (None, 1)]
+    assert_ran_in_c(check_cases(cases, c_mode))
 
 
-@pytest.mark.parametrize("kind,in_dtype,out_dtype",
-                         [(k, i, o) for k in ("sum", "prod", "mean")
-                          for i, o in (("float64", "float32"), ("int32", "float32"), ("int64", "float64"),
-                                       ("float32", "float64"), ("int32", "int32"), ("bool", "int32"),
-                                       ("float64", "int64"), ("int64", "int8"), ("int32", "bool"))
-                          if not (k == "mean" and np.dtype(o).kind != "f")])
-def test_explicit_dtype(kind, in_dtype, out_dtype, c_mode):
-    x = values(kind, in_dtype, (3, 5), special=False)
-    for axis in (1, None):
-        f = check(build(kind, axis, dtype=out_dtype), lambda a: np_ref(kind, a, axis, dtype=out_dtype), [x],
-                  c_mode, check_shape=False)
-        assert_ran_in_c(f)
+EXPLICIT_DTYPES = (("float64", "float32"), ("int32", "float32"), ("int64", "float64"), ("float32", "float64"),
+                   ("int32", "int32"), ("bool", "int32"), ("float64", "int64"), ("int64", "int8"),
+                   ("int32", "bool"))
+
+
+@pytest.mark.parametrize("kind", ("sum", "prod", "mean"))
+def test_explicit_dtype(kind, c_mode):
+    cases = [Case(_label(in_dtype, out_dtype, axis), build(kind, axis, dtype=out_dtype),
+                  ref(kind, axis, dtype=out_dtype), [values(kind, in_dtype, (3, 5), special=False)])
+             for in_dtype, out_dtype in EXPLICIT_DTYPES if not (kind == "mean" and np.dtype(out_dtype).kind != "f")
+             for axis in (1, None)]
+    assert_ran_in_c(check_cases(cases, c_mode))
 
 
 # ------------------------------------------------------------------ arithmetic details
 
 
 def test_integer_overflow_wraps(c_mode):
-    x = T.tensor("int64", (None,))
-    f = function([x], [T.sum(x), T.prod(x)], mode=c_mode)
+    x, y, u = T.tensor("int64", (None,)), T.tensor("int32", (None,)), T.tensor("uint8", (None,))
+    f = function([x, y, u], [T.sum(x), T.prod(x), T.sum(y, dtype="int32"), T.prod(u, dtype="uint8")],
+                 mode=c_mode)
     v = np.array([2**62, 2**62, 2**62, 3], dtype="int64")
+    w = np.full(5, 2**30, dtype="int32")
+    b = np.array([200, 3, 7], dtype="uint8")
     with np.errstate(all="ignore"):
         want = [np.sum(v), np.prod(v)]
-    got = f(v)
+    got = f(v, w, b)
     assert got[0] == want[0] and got[1] == want[1]
-    y = T.tensor("int32", (None,))
-    g = function([y], T.sum(y, dtype="int32"), mode=c_mode)
-    w = np.full(5, 2**30, dtype="int32")
-    assert g(w) == np.sum(w, dtype="int32")
-    u = T.tensor("uint8", (None,))
-    h = function([u], T.prod(u, dtype="uint8"), mode=c_mode)
-    assert h(np.array([200, 3, 7], dtype="uint8")) == np.prod(np.array([200, 3, 7], dtype="uint8"), dtype="uint8")
+    assert got[2] == np.sum(w, dtype="int32")
+    assert got[3] == np.prod(b, dtype="uint8")
 
 
 def test_bool_sum_counts(c_mode):
@@ -193,26 +223,32 @@ def test_float32_sums_are_accurate(accumulator, c_mode, monkeypatch):
     exact = v.astype("float64").sum()
     q = v[:50] + np.float32(0.5)
     x, y = T.tensor("float32", (None,)), T.tensor("float32", (None,))
-    f = function([x, y], [T.sum(x), T.mean(x), T.prod(y)], mode=c_mode)
-    s, m, p = f(v, q)
+    inputs, outputs, extra = [x, y], [T.sum(x), T.mean(x), T.prod(y)], []
+    if accumulator == "float32":
+        # the matrix of the bit-for-bit row sums below, in the same function (the next draw of rng)
+        mat = rng.standard_normal((37, 201)).astype("float32")
+        z = T.tensor("float32", (None, None))
+        inputs.append(z)
+        outputs += [T.sum(z, axis=1), T.sum(z), T.mean(z, axis=1)]
+        extra = [mat]
+    f = function(inputs, outputs, mode=c_mode)
+    s, m, p = f(v, q, *extra)[:3]
     assert s.dtype == np.float32 and m.dtype == np.float32 and p.dtype == np.float32
     assert abs(float(s) - exact) <= 1e-6 * exact
     assert abs(float(m) - exact / v.size) <= 1e-6 * exact / v.size
     for layout in ("strided", "reversed"):
-        s2, _, _ = f(relayout(v, layout), q)
+        s2 = f(relayout(v, layout), q, *extra)[0]
         assert abs(float(s2) - exact) <= 1e-6 * exact
     if accumulator == "float32":
         # numpy's pairwise summation in float32, bit for bit (numpy 1.x sums long arrays in
         # blocks of 8192, its buffer size, so compare on shorter ones)
         short = v[:8000]
-        s3, m3, _ = f(short, q)
+        got = f(short, q, mat)
+        s3, m3 = got[:2]
         assert s3.tobytes() == np.sum(short).tobytes() and m3.tobytes() == np.mean(short).tobytes()
         assert p.tobytes() == np.prod(q).tobytes()
-        mat = rng.standard_normal((37, 201)).astype("float32")
-        z = T.tensor("float32", (None, None))
-        g = function([z], [T.sum(z, axis=1), T.sum(z), T.mean(z, axis=1)], mode=c_mode)
-        for got, want in zip(g(mat), (mat.sum(axis=1), mat.sum(), mat.mean(axis=1))):
-            assert got.tobytes() == want.tobytes()
+        for g, want in zip(got[3:], (mat.sum(axis=1), mat.sum(), mat.mean(axis=1))):
+            assert g.tobytes() == want.tobytes()
     else:
         # one rounding at the end: the correctly rounded float32 of the double sum
         w = rng.standard_normal(7).astype("float32")
@@ -234,23 +270,26 @@ def test_float64_pairwise_sum_is_accurate(c_mode):
     np.testing.assert_allclose(got[3], exact / v.size, rtol=1e-10)
 
 
-@pytest.mark.parametrize("dtype", ("float64", "float32"))
-def test_nan_and_inf(dtype, c_mode):
-    x = np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 5.0, -np.inf, 0.0], [np.inf, -np.inf, 2.0, 1.0],
-                  [-np.inf, -np.inf, -np.inf, -np.inf]], dtype=dtype)
-    for kind in KINDS + ARG_KINDS:
-        for axis in (None, 0, 1):
-            check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False)
-    v = T.tensor(dtype, (None, None))
-    f = function([v], [T.argmax(v, axis=1), T.argmin(v, axis=1), T.max(v, axis=1), T.min(v, axis=1),
-                       T.argmax(v), T.argmin(v), T.sum(v, axis=1)], mode=c_mode)
-    amax, amin, mx, mn, flat_max, flat_min, s = f(x)
-    # the first NaN wins; ties go to the first occurrence
-    assert list(amax) == [1, 1, 0, 0] and list(amin) == [1, 2, 1, 0]
-    assert flat_max == 1 and flat_min == 1
-    assert np.isnan(mx[0]) and mx[1] == 5 and mx[2] == np.inf and mx[3] == -np.inf
-    assert np.isnan(mn[0]) and mn[1] == -np.inf
-    assert np.isnan(s[0]) and s[1] == -np.inf and np.isnan(s[2])
+def test_nan_and_inf(c_mode):
+    """Every kind over None, 0 and 1 of a matrix of NaN and infinities, float64 and float32, in one
+    compiled function; then explicit expectations on some of its outputs."""
+    cases = []
+    for dtype in ("float64", "float32"):
+        x = np.array([[1.0, np.nan, 3.0, np.nan], [4.0, 5.0, -np.inf, 0.0], [np.inf, -np.inf, 2.0, 1.0],
+                      [-np.inf, -np.inf, -np.inf, -np.inf]], dtype=dtype)
+        cases += [Case(_label(dtype, kind, axis), build(kind, axis), ref(kind, axis), [x])
+                  for kind in KINDS + ARG_KINDS for axis in (None, 0, 1)]
+    got = caller(check_cases(cases, c_mode), cases).many()
+    for dtype in ("float64", "float32"):
+        amax, amin, mx, mn, flat_max, flat_min, s = [
+            got[_label(dtype, kind, axis)] for kind, axis in (("argmax", 1), ("argmin", 1), ("max", 1), ("min", 1),
+                                                              ("argmax", None), ("argmin", None), ("sum", 1))]
+        # the first NaN wins; ties go to the first occurrence
+        assert list(amax) == [1, 1, 0, 0] and list(amin) == [1, 2, 1, 0]
+        assert flat_max == 1 and flat_min == 1
+        assert np.isnan(mx[0]) and mx[1] == 5 and mx[2] == np.inf and mx[3] == -np.inf
+        assert np.isnan(mn[0]) and mn[1] == -np.inf
+        assert np.isnan(s[0]) and s[1] == -np.inf and np.isnan(s[2])
 
 
 def test_nan_in_last_position_propagates(c_mode):
@@ -265,34 +304,26 @@ def test_nan_in_last_position_propagates(c_mode):
 def test_argmax_several_axes_c_order(c_mode):
     rng = np.random.default_rng(3)
     x = rng.permutation(2 * 3 * 4 * 5).astype("float64").reshape(2, 3, 4, 5)
-    for kind in ARG_KINDS:
-        for axis in ((1, 3), (0, 2), (0, 1, 2, 3), (3, 1), (1, 2), (0, 1)):
-            check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False)
-    # ties: the first occurrence in C order over the reduced axes
+    cases = [Case(_label("x", kind, axis), build(kind, axis), ref(kind, axis), [x])
+             for kind in ARG_KINDS for axis in ((1, 3), (0, 2), (0, 1, 2, 3), (3, 1), (1, 2), (0, 1))]
+    # ties: the first occurrence in C order over the reduced axes, also in different runs of a
+    # reduction over axes that are not adjacent (nested loops), on every layout
     t = np.zeros((2, 3, 4), dtype="int32")
     t[0, 1, 3] = t[0, 2, 0] = 7
     t[1, 0, 2] = t[1, 2, 1] = -7
-    v = T.tensor("int32", (None, None, None))
-    f = function([v], [T.argmax(v, axis=(1, 2)), T.argmin(v, axis=(1, 2))], mode=c_mode)
-    amax, amin = f(t)
-    assert list(amax) == [1 * 4 + 3, 0] and list(amin) == [0, 0 * 4 + 2]
-    # ties in different runs of a reduction over axes that are not adjacent (nested loops)
-    g = function([v], [T.argmax(v, axis=(0, 2)), T.argmin(v, axis=(0, 2))], mode=c_mode)
-    for layout in ("contiguous", "strided", "reversed"):
-        amax, amin = g(relayout(t, layout))
-        np.testing.assert_array_equal(amax, np_ref("argmax", t, (0, 2)))
-        np.testing.assert_array_equal(amin, np_ref("argmin", t, (0, 2)))
+    cases += [Case(_label("t", kind, axis), build(kind, axis), ref(kind, axis), [t])
+              for axis in ((1, 2), (0, 2)) for kind in ARG_KINDS]
     u = np.full((3, 20, 40), 5.0)
     u[1, 3, 7] = u[2, 3, 1] = u[0, 3, 39] = 9.0
     u[2, 5, 0] = np.nan
     u[1, 5, 30] = np.nan
-    w = T.tensor("float64", (None, None, None))
-    h = function([w], [T.argmax(w, axis=(0, 2)), T.argmin(w, axis=(0, 2)), T.argmax(w, axis=(1, 2))], mode=c_mode)
-    for layout in ("contiguous", "strided", "reversed"):
-        got = h(relayout(u, layout))
-        for k, axis, g_ in zip(("argmax", "argmin", "argmax"), ((0, 2), (0, 2), (1, 2)), got):
-            np.testing.assert_array_equal(g_, np_ref(k, u, axis))
-    assert h(u)[0][3] == 39 and h(u)[0][5] == 40 + 30
+    cases += [Case(_label("u", kind, axis), build(kind, axis), ref(kind, axis), [u])
+              for kind, axis in (("argmax", (0, 2)), ("argmin", (0, 2)), ("argmax", (1, 2)))]
+    got = caller(check_cases(cases, c_mode), cases).many()
+    amax, amin = got[_label("t", "argmax", (1, 2))], got[_label("t", "argmin", (1, 2))]
+    assert list(amax) == [1 * 4 + 3, 0] and list(amin) == [0, 0 * 4 + 2]
+    hmax = got[_label("u", "argmax", (0, 2))]
+    assert hmax[3] == 39 and hmax[5] == 40 + 30
 
 
 def test_all_any_of_floats(c_mode):
@@ -308,41 +339,51 @@ def test_all_any_of_floats(c_mode):
 # ------------------------------------------------------------------ empty inputs
 
 
+EMPTY = (((0, 3), 0), ((0, 3), None), ((3, 0), 1), ((3, 0), 0), ((2, 0, 3), (0, 1)), ((0,), None), ((0, 0), 1))
+
+
 @pytest.mark.parametrize("kind", ("sum", "prod", "mean", "all", "any"))
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_reduce_of_empty(kind, dtype, c_mode):
-    for shape, axis in (((0, 3), 0), ((0, 3), None), ((3, 0), 1), ((3, 0), 0), ((2, 0, 3), (0, 1)),
-                        ((0,), None), ((0, 0), 1)):
-        x = values(kind, dtype, shape)
-        check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False)
-    f = function([x := T.tensor(dtype, (None, None))], getattr(T, kind)(x, axis=0), mode=c_mode)
-    got = f(np.zeros((0, 2), dtype=dtype))
+def test_reduce_of_empty(kind, c_mode):
+    """Every dtype of DTYPES on every (shape, axis) of EMPTY, in one compiled function (cases of one
+    graph share its node)."""
+    cases = [Case(_label(dtype, shape, axis), build(kind, axis), ref(kind, axis), [values(kind, dtype, shape)])
+             for dtype in DTYPES for shape, axis in EMPTY]
+    f = check_cases(cases, c_mode)
+    # explicit expectations, independently of numpy: the axis-0 graph of each dtype on a (0, 2) input
+    zeros = {_label(dtype, (0, 3), 0): [np.zeros((0, 2), dtype=dtype)] for dtype in DTYPES}
+    got = caller(f, cases).many(zeros)
     want = {"sum": 0, "prod": 1, "mean": np.nan, "all": True, "any": False}[kind]
-    np.testing.assert_array_equal(got, np.full((2,), want, dtype=got.dtype))
+    for label in zeros:
+        np.testing.assert_array_equal(got[label], np.full((2,), want, dtype=got[label].dtype))
 
 
 @pytest.mark.parametrize("kind", ("max", "min", "argmax", "argmin"))
-@pytest.mark.parametrize("dtype", ("float64", "int32", "bool", "float32"))
-def test_order_reduce_of_empty_axis_raises_then_works(kind, dtype, c_mode):
-    x = T.tensor(dtype, (None, None))
-    for axis in (0, None, (0, 1)):
-        f = function([x], getattr(T, kind)(x, axis=axis), mode=c_mode)
+def test_order_reduce_of_empty_axis_raises_then_works(kind, c_mode):
+    """Every dtype and axis in one compiled function: an empty reduced axis of one node fails the
+    call, and the function still works afterwards."""
+    cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis), [values(kind, dtype, (2, 3))],
+                  rtol=0, atol=0)
+             for dtype in ("float64", "int32", "bool", "float32") for axis in (0, None, (0, 1))]
+    f = check_cases(cases, c_mode)
+    for case in cases:
+        dtype = case.values[0].dtype
         with pytest.raises(ValueError) as info:
-            f(np.zeros((0, 3), dtype=dtype))
-        assert "empty" in str(info.value)
-        assert "(0, 3)" in str(info.value)
+            caller(f, cases).many({case.label: [np.zeros((0, 3), dtype=dtype)]})
+        assert "empty" in str(info.value), case
+        assert "(0, 3)" in str(info.value), case
         # the function still works afterwards
-        v = values(kind, dtype, (2, 3))
-        np.testing.assert_array_equal(f(v), np_ref(kind, v, axis))
+        got = caller(f, cases).many()
+        for other in cases:
+            np.testing.assert_array_equal(got[other.label], other.ref(*other.values))
         with pytest.raises(ValueError):
-            f(np.zeros((0, 0), dtype=dtype))
+            caller(f, cases).many({case.label: [np.zeros((0, 0), dtype=dtype)]})
 
 
 @pytest.mark.parametrize("kind", ("max", "min", "argmax", "argmin"))
 def test_order_reduce_of_empty_kept_axes(kind, c_mode):
-    for shape, axis in (((0, 3), 1), ((2, 0), 0), ((0, 2, 3), (1, 2)), ((2, 0, 3), (0, 2))):
-        x = np.ones(shape, dtype="float64")
-        check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False)
+    cases = [Case(_label(shape, axis), build(kind, axis), ref(kind, axis), [np.ones(shape, dtype="float64")])
+             for shape, axis in (((0, 3), 1), ((2, 0), 0), ((0, 2, 3), (1, 2)), ((2, 0, 3), (0, 2)))]
+    check_cases(cases, c_mode)
 
 
 def test_error_message_matches_python():
@@ -354,6 +395,8 @@ def test_error_message_matches_python():
         with pytest.raises(ValueError) as info:
             f(v)
         messages.append(str(info.value))
+        # the function (of one output) still works afterwards
+        np.testing.assert_array_equal(f(np.arange(6.0).reshape(3, 2)), [1.0, 3.0, 5.0])
     expected = "Max{axis=1}: cannot take the max over an empty axis (input shape (3, 0), axes (1,))"
     for m in messages:
         assert expected in m, messages
@@ -410,53 +453,72 @@ def test_reduction_in_a_larger_graph(c_mode):
 # ------------------------------------------------------------------ longer runs (the helpers' lanes and blocks)
 
 
-@pytest.mark.parametrize("dtype", ("float64", "float32", "int64", "int32", "int8", "uint16", "bool"))
-def test_long_runs_max_min_sum(dtype, c_mode):
-    x = T.tensor(dtype, (None,))
-    kinds = ("max", "min", "argmax", "argmin", "sum", "mean", "prod", "any", "all")
-    f = function([x], [getattr(T, k)(x) for k in kinds], mode=c_mode)
-    rng = np.random.default_rng(11)
-    lengths = list(range(1, 40)) + [127, 128, 129, 1000, 1031]
-    for n in lengths:
-        v = sample(dtype, (n,), rng=rng, low=-50, high=50)
-        if dtype == "int8":
-            v = v.astype("int8")
-        cases = [v, v[::-1], np.sort(v), np.sort(v)[::-1]]
-        if np.dtype(dtype).kind == "f" and n <= 40:
-            for pos in range(n):   # a NaN in every lane and in the tail
-                w = v.copy()
-                w[pos] = np.nan
-                cases.append(w)
+LONG_DTYPES = ("float64", "float32", "int64", "int32", "int8", "uint16", "bool")
+LONG_KINDS = ("max", "min", "argmax", "argmin", "sum", "mean", "prod", "any", "all")
+
+
+def _long_runs(dtype, n, rng):
+    """The vectors of length ``n`` that the reductions of one dtype are checked on."""
+    v = sample(dtype, (n,), rng=rng, low=-50, high=50)
+    if dtype == "int8":
+        v = v.astype("int8")
+    cases = [v, v[::-1], np.sort(v), np.sort(v)[::-1]]
+    if np.dtype(dtype).kind == "f" and n <= 40:
+        for pos in range(n):   # a NaN in every lane and in the tail
             w = v.copy()
-            w[n // 2:] = np.nan
+            w[pos] = np.nan
             cases.append(w)
-        for w in cases:
+        w = v.copy()
+        w[n // 2:] = np.nan
+        cases.append(w)
+    return cases
+
+
+def test_long_runs_max_min_sum(c_mode):
+    """Every kind of LONG_KINDS on a vector of every dtype of LONG_DTYPES, in one compiled function,
+    called on vectors of every length and layout (each dtype with its own generator, as alone)."""
+    syms = [T.tensor(dtype, (None,)) for dtype in LONG_DTYPES]
+    f = function(syms, [getattr(T, k)(x) for x in syms for k in LONG_KINDS], mode=c_mode)
+    rngs = [np.random.default_rng(11) for _ in LONG_DTYPES]
+    lengths = list(range(1, 40)) + [127, 128, 129, 1000, 1031]
+    nk = len(LONG_KINDS)
+    for n in lengths:
+        runs = [_long_runs(dtype, n, rng) for dtype, rng in zip(LONG_DTYPES, rngs)]
+        for r in range(max(len(ws) for ws in runs)):
+            # round r: each dtype takes its r-th vector (or repeats its last, not checked again)
+            chosen = [ws[min(r, len(ws) - 1)] for ws in runs]
             for layout in ("contiguous", "strided", "reversed"):
-                got = f(relayout(w, layout))
-                with np.errstate(all="ignore"):
-                    for k, g in zip(kinds, got):
-                        want = np_ref(k, w, None)
-                        if k == "prod" and np.dtype(dtype).kind == "f":
-                            np.testing.assert_allclose(g, want, rtol=1e-5)
-                        elif k in ("sum", "mean") and np.dtype(g.dtype).kind == "f":
-                            np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
-                        else:
-                            np.testing.assert_array_equal(g, want.astype(g.dtype), err_msg="%s n=%d" % (k, n))
+                got = f(*[relayout(w, layout) for w in chosen])
+                for i, (dtype, ws, w) in enumerate(zip(LONG_DTYPES, runs, chosen)):
+                    if r >= len(ws):
+                        continue
+                    with np.errstate(all="ignore"):
+                        for k, g in zip(LONG_KINDS, got[i * nk:(i + 1) * nk]):
+                            want = np_ref(k, w, None)
+                            if k == "prod" and np.dtype(dtype).kind == "f":
+                                np.testing.assert_allclose(g, want, rtol=1e-5)
+                            elif k in ("sum", "mean") and np.dtype(g.dtype).kind == "f":
+                                np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+                            else:
+                                np.testing.assert_array_equal(g, want.astype(g.dtype),
+                                                              err_msg="%s %s n=%d" % (k, dtype, n))
 
 
-@pytest.mark.parametrize("dtype", ("float64", "float32", "int32", "bool"))
-def test_column_reductions_fold_into_the_output(dtype, c_mode):
-    rng = np.random.default_rng(12)
-    x = sample(dtype, (37, 5, 19), rng=rng, special=True)
-    for kind in KINDS:
-        for axis in (0, 1, (0, 1)):
-            check(build(kind, axis), lambda a: np_ref(kind, a, axis), [x], c_mode, check_shape=False)
-            # transposed views: the kept last axis is strided
-            view = x.transpose(1, 0, 2)[:, ::2, ::-1]
-            f = function([v := T.tensor(dtype, (None, None, None))], getattr(T, kind)(v, axis=axis), mode=c_mode)
-            with np.errstate(all="ignore"):
-                want = np_ref(kind, view, axis)
-            np.testing.assert_allclose(f(view), want, rtol=1e-5, equal_nan=True)
+@pytest.mark.parametrize("kind", KINDS)
+def test_column_reductions_fold_into_the_output(kind, c_mode):
+    dtypes = ("float64", "float32", "int32", "bool")
+    xs = {dtype: sample(dtype, (37, 5, 19), rng=np.random.default_rng(12), special=True) for dtype in dtypes}
+    cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis), [xs[dtype]])
+             for dtype in dtypes for axis in (0, 1, (0, 1))]
+    f = check_cases(cases, c_mode)
+    # transposed views: the kept last axis is strided
+    views = {case.label: [case.values[0].transpose(1, 0, 2)[:, ::2, ::-1]] for case in cases}
+    got = caller(f, cases).many(views)
+    for case in cases:
+        view = views[case.label][0]
+        with np.errstate(all="ignore"):
+            want = case.ref(view)
+        np.testing.assert_allclose(got[case.label], want, rtol=1e-5, equal_nan=True)
 
 
 def test_column_sum_matches_numpy_bit_for_bit(c_mode):
