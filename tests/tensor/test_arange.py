@@ -11,6 +11,11 @@ RANGES = [(0, 10, 1), (2, 11, 3), (10, 0, -1), (10, -3, -4), (5, 5, 1), (5, 0, 1
           (3, 4, 100), (3, 2, -100)]
 FLOAT_RANGES = [(0.1, 1.0, 0.3), (0.0, 1.0, 0.1), (1.0, -1.0, -0.25), (-2.5, 2.5, 0.7), (0.0, 5.0, np.inf),
                 (0.0, -5.0, np.inf), (0.0, 1e-300, 1e300), (1.0, 1.0, 0.5), (0.0, -1.0, 0.5), (0.5, 3.0, 1)]
+# dtype -> the ranges swept for it (unsigned: those with no negative entry)
+DTYPE_RANGES = {
+    "int64": RANGES, "int32": RANGES, "int8": RANGES, "uint8": [r for r in RANGES if min(r) >= 0],
+    "float64": RANGES + FLOAT_RANGES, "float32": RANGES + FLOAT_RANGES,
+}
 
 
 def ran_in_c(f):
@@ -20,32 +25,40 @@ def ran_in_c(f):
     assert any(type(node.op).__name__ == "ARange" and how.startswith("C") for node, how in describe()), f.info()
 
 
-def check_ranges(mode, dtype, ranges):
-    """One function of symbolic start/stop/step, swept over ``ranges``."""
-    a, b, c = T.tensor(dtype, (), name="a"), T.tensor(dtype, (), name="b"), T.tensor(dtype, (), name="c")
-    out = T.arange(a, b, c)
-    assert out.dtype == np.result_type("int64", dtype).name and out.type.shape == (None,)
-    out = T.arange(a, b, c, dtype=dtype)
-    f = function([a, b, c], [out] + list(T.inferred_shape(out)), mode=mode)
+def ranges_function(mode):
+    """One function: for each dtype of DTYPE_RANGES, ``arange(a, b, c, dtype)`` of symbolic 0-d a, b, c of
+    that dtype, and its inferred length. Returns the function, the arange outputs and their dtypes."""
+    syms, outs, lengths = [], [], []
+    for dtype in DTYPE_RANGES:
+        a, b, c = (T.tensor(dtype, (), name="%s_%s" % (n, dtype)) for n in "abc")
+        out = T.arange(a, b, c)
+        assert out.dtype == np.result_type("int64", dtype).name and out.type.shape == (None,)
+        out = T.arange(a, b, c, dtype=dtype)
+        syms += [a, b, c]
+        outs.append(out)
+        lengths += list(T.inferred_shape(out))
+    f = function(syms, outs + lengths, mode=mode)
     ran_in_c(f)
-    for r in ranges:
-        with np.errstate(all="ignore"):
-            args = [np.asarray(v, dtype=dtype) for v in r]
-            want = np.arange(*args, dtype=dtype)
-        got, n = f(*args)
-        assert_matches(got, want, out.type, rtol=0, atol=0)
-        assert int(n) == len(want), (r, n)
+    return f, outs, list(DTYPE_RANGES)
 
 
-@pytest.mark.parametrize("dtype", ("int64", "int32", "int8", "uint8"))
-def test_integer_ranges(dtype, mode):
-    rs = RANGES if np.dtype(dtype).kind == "i" else [r for r in RANGES if min(r) >= 0]
-    check_ranges(mode, dtype, rs)
-
-
-@pytest.mark.parametrize("dtype", ("float64", "float32"))
-def test_float_ranges(dtype, mode):
-    check_ranges(mode, dtype, RANGES + FLOAT_RANGES)
+def test_ranges(mode):
+    """Every dtype of DTYPE_RANGES swept over its ranges, in one function (round r gives each dtype its
+    r-th range, or its last one again)."""
+    f, outs, dtypes = ranges_function(mode)
+    for r in range(max(len(rs) for rs in DTYPE_RANGES.values())):
+        chosen = [DTYPE_RANGES[d][min(r, len(DTYPE_RANGES[d]) - 1)] for d in dtypes]
+        args, wants = [], []
+        for dtype, rng in zip(dtypes, chosen):
+            with np.errstate(all="ignore"):
+                values = [np.asarray(v, dtype=dtype) for v in rng]
+                wants.append(np.arange(*values, dtype=dtype))
+            args += values
+        got = f(*args)
+        for k, (dtype, rng, want, out) in enumerate(zip(dtypes, chosen, wants, outs)):
+            assert_matches(got[k], want, out.type, rtol=0, atol=0)
+            n = got[len(outs) + k]
+            assert int(n) == len(want), (dtype, rng, n)
 
 
 def test_constants_and_default_dtypes(mode):
@@ -74,15 +87,23 @@ def test_constants_and_default_dtypes(mode):
 
 
 def test_nan_and_inf(mode):
-    a, b, c = T.dscalar("a"), T.dscalar("b"), T.dscalar("c")
-    f = function([a, b, c], T.arange(a, b, c), mode=mode)
-    assert f(0.0, 5.0, np.inf).tolist() == [0.0]
+    """On the float64 arange of test_ranges' function (the same library), the others given a plain range."""
+    f, _, dtypes = ranges_function(mode)
+    k = dtypes.index("float64")
+
+    def call(*abc):
+        args = []
+        for j, dtype in enumerate(dtypes):
+            args += [np.asarray(v, dtype=dtype) for v in (abc if j == k else (0, 3, 1))]
+        return f(*args)
+
+    assert call(0.0, 5.0, np.inf)[k].tolist() == [0.0]
     for args in [(0.0, np.nan, 1.0), (np.nan, 1.0, 1.0), (0.0, 1.0, np.nan), (np.inf, np.inf, 1.0)]:
         with pytest.raises(ValueError, match="arange: cannot compute a length"):
-            f(*args)
+            call(*args)
     for args in [(0.0, np.inf, 1.0), (0.0, -np.inf, 1.0), (0.0, 1e300, 1e-300), (np.inf, 5.0, -1.0)]:
         with pytest.raises(ValueError, match="arange: the length.*too big"):
-            f(*args)
+            call(*args)
 
 
 def test_step_zero(mode):

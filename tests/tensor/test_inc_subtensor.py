@@ -52,23 +52,27 @@ def ran_in_c(f, op_name="IncSubtensor"):
     assert op_name in names, f.info()
 
 
-def check_cases(mode, cases, xdtype, ydtype=None, special=True, layouts=LAYOUTS):
-    """One function computing inc and set for every case; compared with numpy on each layout."""
-    ydtype = ydtype or xdtype
-    rng = np.random.default_rng(1)
+def check_cases(mode, groups, special=True, layouts=LAYOUTS):
+    """One function computing inc and set for every case of every group (cases, x dtype, y dtype or
+    None for x's); compared with numpy on each layout. Each group draws its values from its own
+    generator, so a group's values do not depend on what else is batched with it."""
     values, syms, outs, refs = [], [], [], []
-    for k, (xshape, idx, yshape) in enumerate(cases):
-        xv = sample(xdtype, xshape, rng=rng, special=special)
-        yv = sample(ydtype, yshape, rng=rng, special=special)
-        x = T.tensor(xdtype, (None,) * len(xshape), name="x%d" % k)
-        y = T.tensor(ydtype, (None,) * len(yshape), name="y%d" % k)
-        values += [xv, yv]
-        syms += [x, y]
-        for set_ in (False, True):
-            fn = T.set_subtensor if set_ else T.inc_subtensor
-            outs.append(fn(x[idx] if idx != () else x, y))
-            with np.errstate(all="ignore"):
-                refs.append(numpy_inc(xv, idx, yv, set_))
+    for cases, xdtype, ydtype in groups:
+        ydtype = ydtype or xdtype
+        rng = np.random.default_rng(1)
+        for xshape, idx, yshape in cases:
+            k = len(syms) // 2
+            xv = sample(xdtype, xshape, rng=rng, special=special)
+            yv = sample(ydtype, yshape, rng=rng, special=special)
+            x = T.tensor(xdtype, (None,) * len(xshape), name="x%d" % k)
+            y = T.tensor(ydtype, (None,) * len(yshape), name="y%d" % k)
+            values += [xv, yv]
+            syms += [x, y]
+            for set_ in (False, True):
+                fn = T.set_subtensor if set_ else T.inc_subtensor
+                outs.append(fn(x[idx] if idx != () else x, y))
+                with np.errstate(all="ignore"):
+                    refs.append(numpy_inc(xv, idx, yv, set_))
     f = function(syms, outs, mode=mode)
     ran_in_c(f)
     for layout in layouts:
@@ -89,28 +93,30 @@ def check_cases(mode, cases, xdtype, ydtype=None, special=True, layouts=LAYOUTS)
 
 
 def test_cases_float64(mode):
-    check_cases(mode, CASES, "float64")
+    check_cases(mode, [(CASES, "float64", None)])
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_every_dtype(dtype, mode):
-    check_cases(mode, [CASES[3], CASES[6]], dtype)
+def test_every_dtype(mode):
+    """Two cases of CASES for every dtype of ALL_DTYPES, in one compiled function."""
+    check_cases(mode, [([CASES[3], CASES[6]], dtype, None) for dtype in ALL_DTYPES])
 
 
-@pytest.mark.parametrize("xdtype,ydtype", [("float32", "float64"), ("float64", "int32"), ("int32", "int64"),
-                                           ("float32", "bool")])
-def test_y_is_cast_to_x_dtype(xdtype, ydtype, mode):
-    check_cases(mode, [CASES[2]], xdtype, ydtype, layouts=("contiguous", "reversed"))
+Y_CAST = [("float32", "float64"), ("float64", "int32"), ("int32", "int64"), ("float32", "bool")]
 
 
-@pytest.mark.parametrize("set_", [False, True])
-def test_symbolic_index_sweep(set_, mode):
-    """x[i:j:k, l] with every part symbolic: negative, clamped, reversed and empty slices."""
+def test_y_is_cast_to_x_dtype(mode):
+    """Every (x dtype, y dtype) of Y_CAST, in one compiled function."""
+    check_cases(mode, [([CASES[2]], xdtype, ydtype) for xdtype, ydtype in Y_CAST],
+                layouts=("contiguous", "reversed"))
+
+
+def test_symbolic_index_sweep(mode):
+    """x[i:j:k, l] with every part symbolic: negative, clamped, reversed and empty slices; inc and set
+    in one function."""
     x, y = T.dmatrix("x"), T.dvector("y")
     i, j, k, l = (T.lscalar(n) for n in "ijkl")
-    fn = T.set_subtensor if set_ else T.inc_subtensor
-    out = fn(x[i:j:k, l], y)
-    f = function([x, y, i, j, k, l], out, mode=mode)
+    outs = [T.inc_subtensor(x[i:j:k, l], y), T.set_subtensor(x[i:j:k, l], y)]
+    f = function([x, y, i, j, k, l], outs, mode=mode)
     ran_in_c(f)
     xv = sample("float64", (6, 3), special=True)
     for start in (-8, -2, 0, 1, 5, 9):
@@ -120,7 +126,8 @@ def test_symbolic_index_sweep(set_, mode):
                     n = len(range(*slice(start, stop, step).indices(6)))
                     for yv in (np.arange(n, dtype="float64") + 0.5, np.array([7.25])):
                         got = f(relayout(xv, "reversed"), yv, start, stop, step, col)
-                        assert_matches(got, numpy_inc(xv, (slice(start, stop, step), col), yv, set_), out.type)
+                        for set_, g, out in zip((False, True), got, outs):
+                            assert_matches(g, numpy_inc(xv, (slice(start, stop, step), col), yv, set_), out.type)
 
 
 def test_symbolic_3d_index(mode):

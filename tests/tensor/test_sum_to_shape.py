@@ -1,12 +1,12 @@
 """SumToShape / sum_to_shape (the gradient of broadcasting), checked against numpy under every
-linker, on several memory layouts; many cases share one compiled function."""
+linker, on several memory layouts (``helpers.check_cases``); many cases share one compiled function."""
 import numpy as np
 import pytest
 
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.tensor.sum_to_shape import SumToShape
-from helpers import LAYOUTS, assert_matches, relayout, sample
+from helpers import Case, assert_matches, check_cases, relayout, sample
 
 # (g shape, target shape)
 CASES = [
@@ -27,6 +27,10 @@ CASES = [
 DTYPES = ("float64", "float32", "int64", "int32", "uint8")
 
 
+def _id(v):
+    return str(v).replace(" ", "")
+
+
 def numpy_sum_to(g, target):
     axes = tuple(a for a, (s, t) in enumerate(zip(g.shape, target)) if s != t)
     with np.errstate(all="ignore"):
@@ -40,43 +44,62 @@ def ran_in_c(f):
     assert any(type(node.op).__name__ == "SumToShape" and how.startswith("C") for node, how in describe()), f.info()
 
 
-def check_cases(mode, cases, dtype, symbolic_target=True, special=True):
-    rng = np.random.default_rng(2)
-    values, syms, outs, refs = [], [], [], []
-    for k, (gshape, target) in enumerate(cases):
-        gv = sample(dtype, gshape, rng=rng, special=special)
-        g = T.tensor(dtype, (None,) * len(gshape), name="g%d" % k)
-        values.append(gv)
-        syms.append(g)
-        if symbolic_target:
-            s = T.lvector("s%d" % k)
-            values.append(np.array(target, dtype="int64").reshape(len(target)))
-            syms.append(s)
-            outs.append(T.sum_to_shape(g, s))
-        else:
-            outs.append(T.sum_to_shape(g, target))
-            assert outs[-1].type.shape == target
-        refs.append(numpy_sum_to(gv, target))
-    f = function(syms, outs, mode=mode)
-    ran_in_c(f)
-    atol = 1e-5 if dtype == "float32" else None   # (numpy sums pairwise, the C loop in order)
-    for layout in LAYOUTS:
-        got = f(*[relayout(v, layout) for v in values])
-        for g, want, out in zip(got, refs, outs):
-            assert_matches(g, want, out.type, atol=atol)
-    shapes = [s for out in outs for s in T.inferred_shape(out)]
-    got = function(syms, shapes, mode="FAST_COMPILE", on_unused_input="ignore")(*values)
-    assert [int(s) for s in got] == [s for r in refs for s in r.shape]
+def _atol(dtype):
+    return 1e-5 if dtype == "float32" else None   # (numpy sums pairwise, the C loop in order)
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_symbolic_target(dtype, mode):
-    check_cases(mode, CASES, dtype)
+def _sum_to_target(g, s):
+    return numpy_sum_to(g, tuple(int(n) for n in s))
 
 
-@pytest.mark.parametrize("dtype", ("float64", "int32"))
-def test_constant_target(dtype, mode):
-    check_cases(mode, CASES, dtype, symbolic_target=False)
+def test_symbolic_target(mode):
+    """Every dtype of DTYPES on every case of CASES, the target a symbolic int64 vector, in one
+    function: cases with the same dtype and g's ndim share a node."""
+    cases = []
+    for dtype in DTYPES:
+        rng = np.random.default_rng(2)
+        for gshape, target in CASES:
+            gv = sample(dtype, gshape, rng=rng, special=True)
+            assert T.sum_to_shape(T.tensor(dtype, (None,) * len(gshape)), T.lvector()).dtype == dtype
+            cases.append(Case("%s,%s->%s" % (dtype, _id(gshape), _id(target)), T.sum_to_shape, _sum_to_target,
+                              [gv, np.array(target, dtype="int64").reshape(len(target))], atol=_atol(dtype)))
+    ran_in_c(check_cases(cases, mode))
+
+
+_TO_CONSTANT = {}
+
+
+def _to_constant(target):
+    """The build summing to the constant ``target`` (one per target, so its cases share a node)."""
+    if target not in _TO_CONSTANT:
+        _TO_CONSTANT[target] = lambda g: T.sum_to_shape(g, target)
+    return _TO_CONSTANT[target]
+
+
+def test_constant_target(mode):
+    """float64 and int32 on every case of CASES, the target a constant (so a static shape), with NaN
+    and inf and int32 sums that wrap, in one function."""
+    cases = []
+    for dtype in ("float64", "int32"):
+        rng = np.random.default_rng(2)
+        for gshape, target in CASES:
+            gv = sample(dtype, gshape, rng=rng, special=True)
+            assert T.sum_to_shape(T.tensor(dtype, (None,) * len(gshape)), target).type.shape == target
+            cases.append(Case("%s,%s->%s" % (dtype, _id(gshape), _id(target)), _to_constant(target),
+                              lambda g, target=target: numpy_sum_to(g, target), [gv], atol=_atol(dtype)))
+    # NaN and inf
+    gv = np.array([[np.nan, np.inf, 1.0], [2.0, -np.inf, np.inf]])
+    cases += [Case("nan-inf->(1,3)", _to_constant((1, 3)), lambda g: np.array([[np.nan, np.nan, np.inf]]), [gv],
+                   rtol=0, atol=0),
+              Case("nan-inf->(2,1)", _to_constant((2, 1)), lambda g: np.array([[np.nan], [np.nan]]), [gv],
+                   rtol=0, atol=0)]
+    # integer sums wrap around
+    big = np.iinfo("int32").max
+    with np.errstate(all="ignore"):
+        wrapped = int(np.int32(big) + np.int32(big) + np.int32(3))
+    cases.append(Case("int32-wraps", _to_constant((1,)), lambda g: np.array([wrapped]),
+                      [np.array([big, big, 3], dtype="int32")]))
+    ran_in_c(check_cases(cases, mode))
 
 
 def test_target_from_scalars(mode):
@@ -90,37 +113,24 @@ def test_target_from_scalars(mode):
         assert_matches(r, numpy_sum_to(gv, target), out.type)
 
 
-def test_integer_sums_wrap(mode):
-    g = T.ivector("g")
-    f = function([g], T.sum_to_shape(g, (1,)), mode=mode)
-    big = np.iinfo("int32").max
-    with np.errstate(all="ignore"):
-        assert f(np.array([big, big, 3], dtype="int32")).tolist() == [int(np.int32(big) + np.int32(big) + np.int32(3))]
-
-
-def test_nan_and_inf(mode):
-    g = T.dmatrix("g")
-    f = function([g], [T.sum_to_shape(g, (1, 3)), T.sum_to_shape(g, (2, 1))], mode=mode)
-    gv = np.array([[np.nan, np.inf, 1.0], [2.0, -np.inf, np.inf]])
-    a, b = f(gv)
-    np.testing.assert_array_equal(a, [[np.nan, np.nan, np.inf]])
-    np.testing.assert_array_equal(b, [[np.nan], [np.nan]])
-
-
-@pytest.mark.parametrize("gshape,target,message", [
+RUNTIME_ERRORS = [
     ((3, 4), [2, 4], r"cannot sum g of shape \(3, 4\) to shape \(2, 4\)"),
     ((3, 4), [3, 0], r"cannot sum g of shape \(3, 4\) to shape \(3, 0\)"),
     ((3, 4), [-1, 1], r"cannot sum g of shape \(3, 4\) to shape \(-1, 1\)"),
     ((0, 4), [2, 1], r"cannot sum g of shape \(0, 4\) to shape \(2, 1\)"),
     ((3, 4), [3], r"the target shape has 1 entries but g of shape \(3, 4\) has 2 dimensions"),
     ((3, 4), [3, 4, 1], r"the target shape has 3 entries but g of shape \(3, 4\) has 2 dimensions"),
-])
-def test_runtime_errors(gshape, target, message, mode):
+]
+
+
+def test_runtime_errors(mode):
+    """Each bad (g shape, target) of RUNTIME_ERRORS raises, and the function is still usable afterwards."""
     g, s = T.dmatrix("g"), T.lvector("s")
     f = function([g, s], T.sum_to_shape(g, s), mode=mode)
-    with pytest.raises(ValueError, match="SumToShape: " + message):
-        f(np.zeros(gshape), target)
-    assert f(np.zeros((3, 4)), [1, 4]).shape == (1, 4)   # still usable afterwards
+    for gshape, target, message in RUNTIME_ERRORS:
+        with pytest.raises(ValueError, match="SumToShape: " + message):
+            f(np.zeros(gshape), target)
+        assert f(np.zeros((3, 4)), [1, 4]).shape == (1, 4)   # still usable afterwards
 
 
 def test_build_errors_and_static_shapes():
