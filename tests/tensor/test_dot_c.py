@@ -1,8 +1,12 @@
 """The C code of ``Dot`` (ffigraph/tensor/dot_c.py) against numpy's ``np.dot``.
 
-Every test runs under the whole-graph C linker and the op-wise one, and the float
-tests run twice: through BLAS (scipy-openblas64, when installed) and through the
-blocked C kernel (``dot_c.USE_BLAS`` switched off, so a fresh library is built).
+Every test runs under the whole-graph C linker, each compiling ONE function for many cases
+(``helpers.check_cases``: each distinct graph its own node; odd layouts and errors go to one graph
+of that function at a time, see ``caller``). The float tests run twice: through BLAS
+(scipy-openblas64, when installed) and through the blocked C kernel (``dot_c.USE_BLAS`` switched
+off, so a fresh library is built). The op-wise linker 'c|py' builds the very same node libraries
+(tests/linkers/test_c_backend.py shows it); it runs here where it does something of its own: its
+own wording of errors, and complex values in Python.
 """
 import numpy as np
 import pytest
@@ -11,13 +15,13 @@ import ffigraph.tensor as T
 from ffigraph import Mode, function
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.tensor import dot_c
-from helpers import assert_matches, check, relayout, sample
+from helpers import Case, assert_matches, caller, check_cases, relayout, sample
 
 SHAPES = {"vv": ((7,), (7,)), "mv": ((3, 7), (7,)), "vm": ((7,), (7, 4)), "mm": ((3, 7), (7, 4))}
 DTYPES = ("float64", "float32", "int64", "int32", "bool")
 
 
-@pytest.fixture(params=["c", "c|py"])
+@pytest.fixture(params=["c"])
 def mode(request):
     return Mode(linker=request.param, optimizer=None)
 
@@ -29,6 +33,12 @@ def path(request, monkeypatch):
         pytest.skip("scipy-openblas64 is not installed")
     monkeypatch.setattr(dot_c, "USE_BLAS", request.param == "blas")
     return request.param
+
+
+def on_path(dtype, path):
+    """Whether a result of ``dtype`` is checked on ``path``: integers and bool never use BLAS, so the
+    blas path leaves them to the blocked one."""
+    return path != "blas" or np.dtype(dtype).kind == "f"
 
 
 def tol(dtype, k=8, scale=9.0):
@@ -51,73 +61,93 @@ def typed_dot(build_dtype):
 # ------------------------------------------------------------------ values, dtypes and shapes
 
 
-@pytest.mark.parametrize("kind", sorted(SHAPES))
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_dot_dtypes_and_shapes(kind, dtype, mode, path):
-    if path == "blas" and not dtype.startswith("float"):
-        pytest.skip("integers and bool never use BLAS")
-    xs, ys = SHAPES[kind]
-    a, b = sample(dtype, xs), sample(dtype, ys, rng=np.random.default_rng(1))
-    check(typed_dot(dtype), np.dot, [a, b], mode, **tol(dtype))
+def test_dot_dtypes_and_shapes(mode, path):
+    """Every kind of SHAPES (vector/matrix operands) on every dtype of DTYPES, in one function."""
+    cases = []
+    for dtype in DTYPES:
+        if not on_path(dtype, path):
+            continue
+        for kind in sorted(SHAPES):
+            xs, ys = SHAPES[kind]
+            a, b = sample(dtype, xs), sample(dtype, ys, rng=np.random.default_rng(1))
+            cases.append(Case("%s,%s" % (kind, dtype), typed_dot(dtype), np.dot, [a, b], **tol(dtype)))
+    check_cases(cases, mode)
 
 
-@pytest.mark.parametrize("dx,dy", [("float32", "float64"), ("int32", "float64"), ("float64", "int32"),
-                                   ("bool", "float32"), ("int32", "int64"), ("bool", "int32"),
-                                   ("int8", "uint8"), ("int64", "uint64"), ("float32", "int16")])
-@pytest.mark.parametrize("kind", sorted(SHAPES))
-def test_dot_mixed_dtypes(dx, dy, kind, mode, path):
-    want = np.result_type(dx, dy).name
-    if path == "blas" and not want.startswith("float"):
-        pytest.skip("integer results never use BLAS")
-    xs, ys = SHAPES[kind]
-    a, b = sample(dx, xs, low=0 if dx.startswith("u") else -3), sample(dy, ys, rng=np.random.default_rng(2),
-                                                                       low=0 if dy.startswith("u") else -3)
-    check(typed_dot(want), np.dot, [a, b], mode, **tol(want))
+MIXED_DTYPES = [("float32", "float64"), ("int32", "float64"), ("float64", "int32"), ("bool", "float32"),
+                ("int32", "int64"), ("bool", "int32"), ("int8", "uint8"), ("int64", "uint64"), ("float32", "int16")]
+
+
+def test_dot_mixed_dtypes(mode, path):
+    """Every pair of MIXED_DTYPES on every kind of SHAPES, in one function."""
+    cases = []
+    for dx, dy in MIXED_DTYPES:
+        want = np.result_type(dx, dy).name
+        if not on_path(want, path):
+            continue
+        for kind in sorted(SHAPES):
+            xs, ys = SHAPES[kind]
+            a = sample(dx, xs, low=0 if dx.startswith("u") else -3)
+            b = sample(dy, ys, rng=np.random.default_rng(2), low=0 if dy.startswith("u") else -3)
+            cases.append(Case("%s,%s,%s" % (dx, dy, kind), typed_dot(want), np.dot, [a, b], **tol(want)))
+    check_cases(cases, mode)
 
 
 def test_dot_special_values(mode, path):
     a = np.array([[1.0, np.inf], [0.0, 2.0], [np.nan, 1.0]])
     b = np.array([[0.0, 1.0], [3.0, -np.inf]])
-    check(T.dot, np.dot, [a, b], mode)
-    check(T.dot, np.dot, [a[1], b], mode)
-    check(T.dot, np.dot, [a, b[0]], mode)
+    check_cases([Case("mm", T.dot, np.dot, [a, b]), Case("vm", T.dot, np.dot, [a[1], b]),
+                 Case("mv", T.dot, np.dot, [a, b[0]])], mode)
 
 
-@pytest.mark.parametrize("dtype", ["int32", "int8", "int64", "uint32"])
-def test_dot_integer_overflow_wraps_like_numpy(dtype, mode):
-    info = np.iinfo(dtype)
-    rng = np.random.default_rng(3)
-    a = rng.integers(info.max // 2, info.max, size=(5, 9), dtype=dtype)
-    b = rng.integers(info.max // 2, info.max, size=(9, 6), dtype=dtype)
-    check(T.dot, np.dot, [a, b], mode)
-    check(T.dot, np.dot, [a[0], b[:, 0]], mode)
+def test_dot_integer_overflow_wraps_like_numpy(mode):
+    cases = []
+    for dtype in ("int32", "int8", "int64", "uint32"):
+        info = np.iinfo(dtype)
+        rng = np.random.default_rng(3)
+        a = rng.integers(info.max // 2, info.max, size=(5, 9), dtype=dtype)
+        b = rng.integers(info.max // 2, info.max, size=(9, 6), dtype=dtype)
+        cases += [Case(dtype + ",mm", T.dot, np.dot, [a, b]), Case(dtype + ",vv", T.dot, np.dot, [a[0], b[:, 0]])]
+    check_cases(cases, mode)
 
 
 def test_dot_bool_is_or_of_ands(mode):
     a = np.array([[True, False, False], [False, False, False], [True, True, True]])
     b = np.array([[False, True], [True, False], [False, False]])
-    f = check(typed_dot("bool"), np.dot, [a, b], mode)
-    got = f(a, b)
-    np.testing.assert_array_equal(got, [[False, True], [False, False], [True, True]])
+    table = np.array([[False, True], [False, False], [True, True]])
+
+    def ref(p, q):
+        want = np.dot(p, q)
+        np.testing.assert_array_equal(want, table)
+        return want
+
+    # (bool results are compared exactly: the result is numpy's, which is this table)
+    check_cases([Case("bool", typed_dot("bool"), ref, [a, b])], mode)
 
 
 # ------------------------------------------------------------------ layouts
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_dot_transposed_inputs(dtype, mode, path):
-    a, b = sample(dtype, (7, 3)), sample(dtype, (4, 7), rng=np.random.default_rng(4))
-    v = sample(dtype, (7,), rng=np.random.default_rng(5))
-    t = tol(dtype)
-    check(lambda x, y: T.dot(x.T, y.T), lambda p, q: np.dot(p.T, q.T), [a, b], mode, **t)
-    check(lambda x, y: T.dot(x.T, y), lambda p, q: np.dot(p.T, q), [a, v], mode, **t)
-    check(lambda x, y: T.dot(x, y.T), lambda p, q: np.dot(p, q.T), [v, b], mode, **t)
-    check(lambda x, y: T.dot(x.T, y), lambda p, q: np.dot(p.T, q), [a, a], mode, **t)
-    # transposed (Fortran-ordered) values given to a plain dot
-    x, y = T.matrix(dtype=dtype), T.matrix(dtype=dtype)
-    f = function([x, y], T.dot(x, y), mode=mode)
-    for p, q in ((a.T, b.T), (np.asfortranarray(a.T), b.T.copy()), (a.T.copy(), np.asfortranarray(b.T))):
-        assert_matches(f(p, q), np.dot(p, q), f.maker.fgraph.outputs[0].type, **t)
+def test_dot_transposed_inputs(mode, path):
+    """float64 and float32 in one function; transposed (Fortran-ordered) values go to its plain dots."""
+    cases, fortran = [], []
+    for dtype in ("float64", "float32"):
+        a, b = sample(dtype, (7, 3)), sample(dtype, (4, 7), rng=np.random.default_rng(4))
+        v = sample(dtype, (7,), rng=np.random.default_rng(5))
+        t = tol(dtype)
+        cases += [Case(dtype + ",x.T,y.T", lambda x, y: T.dot(x.T, y.T), lambda p, q: np.dot(p.T, q.T), [a, b], **t),
+                  Case(dtype + ",x.T,v", lambda x, y: T.dot(x.T, y), lambda p, q: np.dot(p.T, q), [a, v], **t),
+                  Case(dtype + ",v,y.T", lambda x, y: T.dot(x, y.T), lambda p, q: np.dot(p, q.T), [v, b], **t),
+                  Case(dtype + ",x.T,x", lambda x, y: T.dot(x.T, y), lambda p, q: np.dot(p.T, q), [a, a], **t)]
+        # transposed (Fortran-ordered) values given to a plain dot
+        plain = Case(dtype + ",plain", T.dot, np.dot, [a.T.copy(), b.T.copy()], **t)
+        cases.append(plain)
+        fortran.append((plain, t, ((a.T, b.T), (np.asfortranarray(a.T), b.T.copy()),
+                                   (a.T.copy(), np.asfortranarray(b.T)))))
+    call = caller(check_cases(cases, mode), cases)
+    for plain, t, pairs in fortran:
+        for p, q in pairs:
+            assert_matches(call(plain, p, q), np.dot(p, q), call.type(plain), **t)
 
 
 def _layouts(arr):
@@ -148,20 +178,29 @@ def _layouts(arr):
     return out
 
 
-@pytest.mark.parametrize("xs,ys", [((4, 5), (5, 3)), ((1, 5), (5, 3)), ((4, 5), (5, 1)), ((4, 1), (1, 3)),
-                                   ((1, 5), (5, 1)), ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)),
-                                   ((1,), (1, 3)), ((4, 1), (1,)), ((3, 5), (5, 3))], ids=str)
-def test_dot_many_layouts(xs, ys, mode, path):
-    rng = np.random.default_rng(6)
-    a, b = sample("float64", xs, rng), sample("float64", ys, rng)
-    ones_a, ones_b = np.full(xs, 1.5), np.full(ys, -0.5)
-    x, y = T.tensor("float64", (None,) * len(xs)), T.tensor("float64", (None,) * len(ys))
-    f = function([x, y], T.dot(x, y), mode=mode)
-    vtype = f.maker.fgraph.outputs[0].type
-    for left, right in ((a, b), (ones_a, b), (a, ones_b), (ones_a, ones_b)):
-        for p in _layouts(left):
-            for q in _layouts(right):
-                assert_matches(f(p, q), np.dot(p, q), vtype)
+MANY_LAYOUT_SHAPES = [((4, 5), (5, 3)), ((1, 5), (5, 3)), ((4, 5), (5, 1)), ((4, 1), (1, 3)), ((1, 5), (5, 1)),
+                      ((5,), (5, 3)), ((4, 5), (5,)), ((5,), (5,)), ((1,), (1, 3)), ((4, 1), (1,)),
+                      ((3, 5), (5, 3))]
+
+
+def test_dot_many_layouts(mode, path):
+    """Every shape pair of MANY_LAYOUT_SHAPES (the pairs of one kind share its node) in one function,
+    each operand in every layout of ``_layouts``."""
+    cases, operands = [], []
+    for xs, ys in MANY_LAYOUT_SHAPES:
+        rng = np.random.default_rng(6)
+        a, b = sample("float64", xs, rng), sample("float64", ys, rng)
+        case = Case("%s,%s" % (xs, ys), T.dot, np.dot, [a, b])
+        cases.append(case)
+        ones_a, ones_b = np.full(xs, 1.5), np.full(ys, -0.5)
+        operands.append((case, ((a, b), (ones_a, b), (a, ones_b), (ones_a, ones_b))))
+    call = caller(check_cases(cases, mode), cases)
+    for case, pairs in operands:
+        vtype = call.type(case)
+        for left, right in pairs:
+            for p in _layouts(left):
+                for q in _layouts(right):
+                    assert_matches(call(case, p, q), np.dot(p, q), vtype)
 
 
 def test_dot_inputs_are_not_modified_and_output_is_fresh(mode, path):
@@ -179,69 +218,100 @@ def test_dot_inputs_are_not_modified_and_output_is_fresh(mode, path):
 
 # ------------------------------------------------------------------ sizes
 
-
-@pytest.mark.parametrize("xs,ys", [((70, 130), (130, 90)),
-                                   # more than MC rows, more than KC inner, edge tiles everywhere
-                                   ((dot_c.MC + 5, dot_c.KC + 7), (dot_c.KC + 7, 3 * dot_c.NR + 3)),
-                                   # more than NC columns
-                                   ((9, 20), (20, dot_c.NC + 9)),
-                                   ((130, 300), (300,)), ((300,), (300, 70)), ((1000,), (1000,))], ids=str)
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "int32"])
-def test_dot_blocking_sizes(xs, ys, dtype, mode, path):
-    if path == "blas" and not dtype.startswith("float"):
-        pytest.skip("integers never use BLAS")
-    rng = np.random.default_rng(8)
-    a, b = sample(dtype, xs, rng), sample(dtype, ys, rng)
-    k = xs[-1]
-    check(T.dot, np.dot, [a, b], mode, layouts=("contiguous", "reversed"), **tol(dtype, k))
-    if len(xs) == 2 and len(ys) == 2:
-        check(lambda p, q: T.dot(p.T, q.T), lambda p, q: np.dot(p.T, q.T), [a.T.copy(), b.T.copy()], mode,
-              layouts=("contiguous", "strided"), **tol(dtype, k))
+BLOCKING_SHAPES = [((70, 130), (130, 90)),
+                   # more than MC rows, more than KC inner, edge tiles everywhere
+                   ((dot_c.MC + 5, dot_c.KC + 7), (dot_c.KC + 7, 3 * dot_c.NR + 3)),
+                   # more than NC columns
+                   ((9, 20), (20, dot_c.NC + 9)),
+                   ((130, 300), (300,)), ((300,), (300, 70)), ((1000,), (1000,))]
 
 
-@pytest.mark.parametrize("xs,ys", [((3, 0), (0, 4)), ((0,), (0,)), ((3, 0), (0,)), ((0,), (0, 2)),
-                                   ((0, 3), (3, 2)), ((2, 3), (3, 0)), ((0, 3), (3, 0)), ((0, 0), (0, 0)),
-                                   ((0, 3), (3,)), ((3,), (3, 0))], ids=str)
-@pytest.mark.parametrize("dtype", ["float64", "float32", "int32", "bool"])
-def test_dot_empty(xs, ys, dtype, mode, path):
-    if path == "blas" and not dtype.startswith("float"):
-        pytest.skip("integers and bool never use BLAS")
-    a, b = np.ones(xs, dtype=dtype), np.ones(ys, dtype=dtype)
-    f = check(typed_dot(dtype), np.dot, [a, b], mode)
-    got = f(a, b)
-    assert got.shape == np.dot(a, b).shape
-    assert not got.any()
+@pytest.mark.parametrize("name", ["dot", "transposed"])
+def test_dot_blocking_sizes(name, mode, path):
+    """Every shape pair of BLOCKING_SHAPES on four dtypes, in one function: T.dot (contiguous and
+    reversed), or T.dot(p.T, q.T) of the 2-d pairs (contiguous and strided)."""
+    cases = []
+    for dtype in ("float64", "float32", "int64", "int32"):
+        if not on_path(dtype, path):
+            continue
+        transposed = lambda p, q: T.dot(p.T, q.T)   # noqa: E731 (one build: one node per dtype)
+        for xs, ys in BLOCKING_SHAPES:
+            rng = np.random.default_rng(8)
+            a, b = sample(dtype, xs, rng), sample(dtype, ys, rng)
+            t = tol(dtype, xs[-1])
+            label = "%s,%s,%s" % (dtype, xs, ys)
+            if name == "dot":
+                cases.append(Case(label, T.dot, np.dot, [a, b], **t))
+            elif len(xs) == 2 and len(ys) == 2:
+                cases.append(Case(label, transposed, lambda p, q: np.dot(p.T, q.T), [a.T.copy(), b.T.copy()], **t))
+    check_cases(cases, mode, layouts=("contiguous", "reversed") if name == "dot" else ("contiguous", "strided"))
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int32"])
-def test_dot_zero_d_operand(dtype, mode):
-    s = np.asarray(2.5 if dtype == "float64" else 3, dtype=dtype)
-    m, v = sample(dtype, (3, 4)), sample(dtype, (4,))
-    for args in ([s, m], [m, s], [v, s], [s, s]):
-        check(typed_dot(dtype), np.dot, args, mode)
+EMPTY_SHAPES = [((3, 0), (0, 4)), ((0,), (0,)), ((3, 0), (0,)), ((0,), (0, 2)), ((0, 3), (3, 2)), ((2, 3), (3, 0)),
+                ((0, 3), (3, 0)), ((0, 0), (0, 0)), ((0, 3), (3,)), ((3,), (3, 0))]
+
+
+def _dot_of_empty(p, q):
+    want = np.dot(p, q)
+    assert not want.any()
+    return want
+
+
+def test_dot_empty(mode, path):
+    """Every shape pair of EMPTY_SHAPES on four dtypes, in one function. Compared exactly (rtol=atol=0)
+    with numpy's result, which is all zeros: the result has numpy's shape and nothing but zeros."""
+    cases = []
+    for dtype in ("float64", "float32", "int32", "bool"):
+        if not on_path(dtype, path):
+            continue
+        build = typed_dot(dtype)   # one build: the pairs of one kind share its node
+        cases += [Case("%s,%s,%s" % (dtype, xs, ys), build, _dot_of_empty,
+                       [np.ones(xs, dtype=dtype), np.ones(ys, dtype=dtype)], rtol=0, atol=0) for xs, ys in EMPTY_SHAPES]
+    check_cases(cases, mode)
+
+
+def test_dot_zero_d_operand(mode):
+    cases = []
+    for dtype in ("float64", "int32"):
+        s = np.asarray(2.5 if dtype == "float64" else 3, dtype=dtype)
+        m, v = sample(dtype, (3, 4)), sample(dtype, (4,))
+        build = typed_dot(dtype)
+        cases += [Case("%s,%d" % (dtype, k), build, np.dot, args) for k, args in enumerate(([s, m], [m, s], [v, s],
+                                                                                             [s, s]))]
+    check_cases(cases, mode)
 
 
 # ------------------------------------------------------------------ errors
 
+NOT_ALIGNED = [((3, 4), (5, 2)), ((4,), (5,)), ((3, 4), (3,)), ((4,), (3, 4)), ((3, 0), (1, 2)), ((2, 3), (0, 2))]
 
-@pytest.mark.parametrize("xs,ys", [((3, 4), (5, 2)), ((4,), (5,)), ((3, 4), (3,)), ((4,), (3, 4)),
-                                   ((3, 0), (1, 2)), ((2, 3), (0, 2))], ids=str)
-@pytest.mark.parametrize("dtype", ["float64", "int64"])
-def test_dot_not_aligned_raises_and_function_keeps_working(xs, ys, dtype, mode, path):
-    x = T.tensor(dtype, (None,) * len(xs))
-    y = T.tensor(dtype, (None,) * len(ys))
-    f = function([x, y], T.dot(x, y), mode=mode)
-    good = (xs[:-1] + (ys[0],), ys)
-    a, b = np.ones(good[0], dtype), np.ones(good[1], dtype)
-    np.testing.assert_allclose(f(a, b), np.dot(a, b))
-    for _ in range(3):
-        with pytest.raises(ValueError) as info:
-            f(np.ones(xs, dtype), np.ones(ys, dtype))
-        message = str(info.value)
-        assert "not aligned" in message
-        if mode.linker_spec == "c":   # the message the C code wrote (c|py may add context of its own)
-            assert str(tuple(xs)) in message and str(tuple(ys)) in message, message
-        np.testing.assert_allclose(f(a, b), np.dot(a, b))
+
+@pytest.mark.parametrize("linker", ["c", "c|py"])
+def test_dot_not_aligned_raises_and_function_keeps_working(linker, path):
+    """Every pair of NOT_ALIGNED on float64 and int64 in one function (the pairs of one kind share its
+    node), one bad pair at a time. Under 'c|py' too: it may word the error in its own way."""
+    mode = Mode(linker=linker, optimizer=None)
+    assert str(mode) == "Mode(linker=%s, optimizer=None)" % linker   # (how a failure report names it)
+    cases, bad = [], []
+    for dtype in ("float64", "int64"):
+        for xs, ys in NOT_ALIGNED:
+            good = (xs[:-1] + (ys[0],), ys)
+            case = Case("%s,%s,%s" % (dtype, xs, ys), T.dot, np.dot, [np.ones(good[0], dtype), np.ones(good[1], dtype)])
+            cases.append(case)
+            bad.append((case, xs, ys))
+    call = caller(check_cases(cases, mode), cases)
+    for case, xs, ys in bad:
+        dtype = case.values[0].dtype
+        a, b = case.values
+        np.testing.assert_allclose(call(case, a, b), np.dot(a, b))
+        for _ in range(3):
+            with pytest.raises(ValueError) as info:
+                call(case, np.ones(xs, dtype), np.ones(ys, dtype))
+            message = str(info.value)
+            assert "not aligned" in message
+            if linker == "c":   # the message the C code wrote (c|py may add context of its own)
+                assert str(tuple(xs)) in message and str(tuple(ys)) in message, message
+            np.testing.assert_allclose(call(case, a, b), np.dot(a, b))
 
 
 # ------------------------------------------------------------------ generated code
@@ -279,14 +349,17 @@ def test_temporaries_are_released_in_cleanup(monkeypatch):
         assert "ffg_release(state->allocator, %s);" % tmp in cleanup
 
 
-def test_complex_dot_has_no_c_code(mode):
+@pytest.mark.parametrize("linker", ["c", "c|py"])
+def test_complex_dot_has_no_c_code(linker):
+    """No C code: 'c' refuses the graph, 'c|py' falls back to perform."""
+    mode = Mode(linker=linker, optimizer=None)
     x, y = T.tensor("complex128", (None, None)), T.tensor("complex128", (None,))
     node = T.dot(x, y).owner
     with pytest.raises(MethodNotDefined):
         node.op.c_code(node, "n", ["a", "b"], ["c"], dict(fail="", err="err", allocator="al"))
     a = np.array([[1 + 2j, 3], [0, 1j]])
     b = np.array([1j, 2])
-    if mode.linker_spec == "c|py":    # falls back to perform
+    if linker == "c|py":    # falls back to perform
         f = function([x, y], T.dot(x, y), mode=mode)
         np.testing.assert_allclose(f(a, b), np.dot(a, b))
     else:

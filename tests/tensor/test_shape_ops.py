@@ -1,4 +1,10 @@
-"""Shape ops: transpose/dimshuffle, reshape, flatten, shape/shape_i and basic indexing, against numpy."""
+"""Shape ops: transpose/dimshuffle, reshape, flatten, shape/shape_i and basic indexing, against numpy.
+
+Each test compiles ONE function for many cases (``helpers.check_cases``: each distinct graph its own
+node, cases of the same graph share it): every dtype, shape and index pattern of an op is checked
+in one library. Error tests give each graph its own inputs in one function and feed a bad value to
+one graph at a time (``caller``).
+"""
 import itertools
 import re
 
@@ -7,39 +13,53 @@ import pytest
 
 import ffigraph.tensor as T
 from ffigraph import function
-from helpers import ALL_DTYPES, LAYOUTS, assert_matches, check, relayout, sample
+from helpers import ALL_DTYPES, LAYOUTS, Case, assert_matches, caller, check_cases, relayout, sample
 
 
-def run_layouts(f, value):
-    """f(value) on every layout (value must have a static-shape-compatible shape)."""
-    return [f(relayout(value, layout)) for layout in LAYOUTS]
+def _static_shape(pattern):
+    return tuple(1 if p == "x" else None for p in pattern)
 
 
 # ------------------------------------------------------------------ transpose / dimshuffle
 
+TRANSPOSE_AXES = ((1, 0, 2), (2, 0, 1), (0, 1, 2), (-1, 0, -2), (-3, -1, -2))
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_transpose(dtype, mode):
+
+def _transpose_cases(name, dtype):
+    """(label, build, ref, value) of one way of writing a transpose, on ``dtype``."""
     x = sample(dtype, (2, 3, 4), special=True)
-    check(lambda v: T.transpose(v), lambda a: a.transpose(), [x], mode)
-    check(lambda v: v.T, lambda a: a.T, [x], mode)
-    for axes in ((1, 0, 2), (2, 0, 1), (0, 1, 2), (-1, 0, -2), (-3, -1, -2)):
-        check(lambda v: T.transpose(v, axes), lambda a: np.transpose(a, axes), [x], mode)
-        check(lambda v: v.transpose(axes), lambda a: a.transpose(axes), [x], mode)
-        check(lambda v: v.transpose(*axes), lambda a: a.transpose(*axes), [x], mode)
     m = sample(dtype, (3, 5))
-    check(lambda v: v.T, lambda a: a.T, [m], mode)
-    check(lambda v: v.T.T, lambda a: a, [m], mode)
-    check(lambda v: T.transpose(v, (-1, -2)), lambda a: a.T, [m], mode)
-    check(lambda v: v.T, lambda a: a.T, [sample(dtype, (6,))], mode)
-    check(lambda v: v.T, lambda a: a.T, [np.zeros((0, 3), dtype=dtype)], mode)
+    if name == "T.transpose":
+        default = lambda v: T.transpose(v)   # noqa: E731 (one build: the 0-d case below is another node)
+        out = [("3d", default, lambda a: a.transpose(), x)]
+        out += [(str(axes), lambda v, axes=axes: T.transpose(v, axes), lambda a, axes=axes: np.transpose(a, axes), x)
+                for axes in TRANSPOSE_AXES]
+        out.append(("(-1,-2)", lambda v: T.transpose(v, (-1, -2)), lambda a: a.T, m))
+        if dtype == "float64":   # a 0-d input (was test_transpose_of_0d)
+            out.append(("0d", default, lambda a: a, np.asarray(2.5)))
+        return out
+    if name == "x.transpose(axes)":
+        return [(str(axes), lambda v, axes=axes: v.transpose(axes), lambda a, axes=axes: a.transpose(axes), x)
+                for axes in TRANSPOSE_AXES]
+    if name == "x.transpose(*axes)":
+        return [(str(axes), lambda v, axes=axes: v.transpose(*axes), lambda a, axes=axes: a.transpose(*axes), x)
+                for axes in TRANSPOSE_AXES]
+    assert name == "x.T"
+    dot_t = lambda v: v.T   # noqa: E731 (one build: inputs of the same ndim share its node)
+    out = [("3d", dot_t, lambda a: a.T, x), ("2d", dot_t, lambda a: a.T, m),
+           ("T.T", lambda v: v.T.T, lambda a: a, m), ("1d", dot_t, lambda a: a.T, sample(dtype, (6,))),
+           ("empty", dot_t, lambda a: a.T, np.zeros((0, 3), dtype=dtype))]
+    if dtype == "float64":   # a 0-d input (was test_transpose_of_0d)
+        out.append(("0d", dot_t, lambda a: a, np.asarray(2.5)))
+    return out
 
 
-def test_transpose_of_0d(mode):
-    x = T.dscalar()
-    f = function([x], [x.T, T.transpose(x)], mode=mode)
-    for got in f(np.asarray(2.5)):
-        assert isinstance(got, np.ndarray) and got.shape == () and got == 2.5
+@pytest.mark.parametrize("name", ["T.transpose", "x.transpose(axes)", "x.transpose(*axes)", "x.T"])
+def test_transpose(name, mode):
+    """One way of writing a transpose, every axes and dtype, in one compiled function."""
+    cases = [Case("%s,%s" % (dtype, label), build, ref, [value])
+             for dtype in ALL_DTYPES for label, build, ref, value in _transpose_cases(name, dtype)]
+    check_cases(cases, mode)
 
 
 def test_transpose_bad_axes_raise():
@@ -49,53 +69,71 @@ def test_transpose_bad_axes_raise():
             T.transpose(x, axes)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_dimshuffle_insert_and_permute(dtype, mode):
-    m = sample(dtype, (3, 4), special=True)
-    cases = [
-        (("x", 0, 1), lambda a: a[None]),
-        ((0, "x", 1), lambda a: a[:, None, :]),
-        ((1, 0), lambda a: a.T),
-        ((1, "x", 0), lambda a: a.T[:, None, :]),
-        (("x", 1, "x", 0, "x"), lambda a: a.T[None, :, None, :, None]),
-        ((0, 1, "x"), lambda a: a[..., None]),
-    ]
-    for pattern, ref in cases:
-        check(lambda v: v.dimshuffle(*pattern), ref, [m], mode)
-        check(lambda v: v.dimshuffle(pattern), ref, [m], mode)
-        out = T.tensor(dtype, (None, None)).dimshuffle(pattern)
-        assert out.type.shape == tuple(1 if p == "x" else None for p in pattern)
-    v = sample(dtype, (5,))
-    check(lambda t: t.dimshuffle("x", 0), lambda a: a[None], [v], mode)
-    check(lambda t: t.dimshuffle(0, "x"), lambda a: a[:, None], [v], mode)
+DIMSHUFFLE_PATTERNS = [
+    (("x", 0, 1), lambda a: a[None]),
+    ((0, "x", 1), lambda a: a[:, None, :]),
+    ((1, 0), lambda a: a.T),
+    ((1, "x", 0), lambda a: a.T[:, None, :]),
+    (("x", 1, "x", 0, "x"), lambda a: a.T[None, :, None, :, None]),
+    ((0, 1, "x"), lambda a: a[..., None]),
+]
 
 
-def test_dimshuffle_of_0d(mode):
-    s = T.dscalar()
-    f = function([s], [s.dimshuffle("x"), s.dimshuffle("x", "x"), s.dimshuffle()], mode=mode)
-    a, b, c = f(np.asarray(3.0))
-    assert a.shape == (1,) and b.shape == (1, 1) and c.shape == () and a[0] == b[0, 0] == c == 3.0
+@pytest.mark.parametrize("name", ["x.dimshuffle(*pattern)", "x.dimshuffle(pattern)"])
+def test_dimshuffle_insert_and_permute(name, mode):
+    """``x.dimshuffle(*pattern)`` or ``x.dimshuffle(pattern)``: every pattern and dtype in one function."""
+    spread = name == "x.dimshuffle(*pattern)"
+    cases = []
+    for dtype in ALL_DTYPES:
+        m = sample(dtype, (3, 4), special=True)
+        for pattern, ref in DIMSHUFFLE_PATTERNS:
+            if spread:
+                build = lambda v, pattern=pattern: v.dimshuffle(*pattern)   # noqa: E731
+            else:
+                build = lambda v, pattern=pattern: v.dimshuffle(pattern)    # noqa: E731
+            assert build(T.tensor(dtype, (None, None))).type.shape == _static_shape(pattern)
+            cases.append(Case("%s,%s" % (dtype, pattern), build, ref, [m]))
+        if spread:
+            v = sample(dtype, (5,))
+            cases.append(Case(dtype + ",x0", lambda t: t.dimshuffle("x", 0), lambda a: a[None], [v]))
+            cases.append(Case(dtype + ",0x", lambda t: t.dimshuffle(0, "x"), lambda a: a[:, None], [v]))
+    if spread:   # of a 0-d input (was test_dimshuffle_of_0d)
+        s = np.asarray(3.0)
+        cases += [Case("0d,x", lambda t: t.dimshuffle("x"), lambda a: a[None], [s]),
+                  Case("0d,xx", lambda t: t.dimshuffle("x", "x"), lambda a: a[None, None], [s]),
+                  Case("0d,()", lambda t: t.dimshuffle(), lambda a: a, [s])]
+    check_cases(cases, mode)
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_dimshuffle_drop_broadcastable_axis(dtype, mode):
-    x = T.tensor(dtype, (1, None))
-    value = sample(dtype, (1, 5), special=True)
-    for pattern, ref in (((1,), lambda a: a[0]), (("x", 1), lambda a: a), ((1, "x"), lambda a: a.T)):
-        out = x.dimshuffle(*pattern)
-        assert out.type.shape == tuple(1 if p == "x" else None for p in pattern)
-        f = function([x], out, mode=mode)
-        for got in run_layouts(f, value):
-            assert_matches(got, ref(value), out.type)
-        shp = function([x], list(T.inferred_shape(out)), mode=mode)(value)
-        assert tuple(int(s) for s in shp) == ref(value).shape
-    # 3-d, dropping the middle axis and permuting the rest
-    y = T.tensor(dtype, (None, 1, None))
-    v3 = sample(dtype, (3, 1, 4))
-    out3 = y.dimshuffle(2, 0)
-    f = function([y], out3, mode=mode)
-    for got in run_layouts(f, v3):
-        assert_matches(got, v3[:, 0, :].T, out3.type)
+def test_dimshuffle_drop_broadcastable_axis(mode):
+    """Inputs of static shape (1, None) and (None, 1, None), every dtype, in one compiled function
+    whose outputs are the results and their infer_shape."""
+    inputs, values, outs, wants, shapes = [], [], [], [], []
+    for dtype in ALL_DTYPES:
+        x = T.tensor(dtype, (1, None))
+        value = sample(dtype, (1, 5), special=True)
+        for pattern, ref in (((1,), lambda a: a[0]), (("x", 1), lambda a: a), ((1, "x"), lambda a: a.T)):
+            out = x.dimshuffle(*pattern)
+            assert out.type.shape == _static_shape(pattern)
+            outs.append(out)
+            wants.append(ref(value))
+            shapes.append(list(T.inferred_shape(out)))
+        # 3-d, dropping the middle axis and permuting the rest
+        y = T.tensor(dtype, (None, 1, None))
+        v3 = sample(dtype, (3, 1, 4))
+        outs.append(y.dimshuffle(2, 0))
+        wants.append(v3[:, 0, :].T)
+        shapes.append(list(T.inferred_shape(outs[-1])))
+        inputs += [x, y]
+        values += [value, v3]
+    f = function(inputs, outs + [s for shape in shapes for s in shape], mode=mode)
+    for layout in LAYOUTS:
+        got = f(*[relayout(v, layout) for v in values])
+        for g, out, want in zip(got, outs, wants):
+            assert_matches(g, want, out.type)
+        inferred = iter(got[len(outs):])
+        for shape, want in zip(shapes, wants):
+            assert tuple(int(next(inferred)) for _ in shape) == want.shape
 
 
 def test_dimshuffle_drop_non_unit_axis_raises(mode):
@@ -124,50 +162,65 @@ def test_dimshuffle_bad_patterns_raise():
 
 # ------------------------------------------------------------------ reshape
 
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_reshape_with_ints(dtype, mode):
-    x = sample(dtype, (3, 4), special=True)
-    for shape in ((12,), (4, 3), (2, 6), (2, 2, 3), (1, 12, 1), (-1,), (2, -1), (-1, 3), (2, -1, 2), (12, 1)):
-        check(lambda v: v.reshape(shape), lambda a: a.reshape(shape), [x], mode)
-        check(lambda v: v.reshape(*shape), lambda a: a.reshape(shape), [x], mode)
-        check(lambda v: T.reshape(v, shape), lambda a: a.reshape(shape), [x], mode)
-    check(lambda v: v.reshape(12), lambda a: a.reshape(12), [x], mode)
-    check(lambda v: v.reshape(-1), lambda a: a.reshape(-1), [x], mode)
-    # static shape of a reshape to constant sizes
-    out = T.tensor(dtype, (None, None)).reshape((2, -1, 3))
-    assert out.type.shape[0] == 2 and out.type.shape[2] == 3 and out.ndim == 3
+RESHAPE_TARGETS = ((12,), (4, 3), (2, 6), (2, 2, 3), (1, 12, 1), (-1,), (2, -1), (-1, 3), (2, -1, 2), (12, 1))
 
 
-def test_reshape_to_and_from_0d(mode):
-    check(lambda v: v.reshape(()), lambda a: a.reshape(()), [np.array([[7.5]])], mode)
-    s = T.dscalar()
-    f = function([s], [s.reshape((1,)), s.reshape((1, -1))], mode=mode)
-    a, b = f(np.asarray(4.0))
-    assert a.shape == (1,) and b.shape == (1, 1) and a[0] == b[0, 0] == 4.0
+def _reshape_builds(name):
+    """(label, build, ref) of one way of writing a reshape to constant sizes."""
+    if name == "x.reshape(shape)":
+        return [(str(s), lambda v, s=s: v.reshape(s), lambda a, s=s: a.reshape(s)) for s in RESHAPE_TARGETS]
+    if name == "T.reshape":
+        return [(str(s), lambda v, s=s: T.reshape(v, s), lambda a, s=s: a.reshape(s)) for s in RESHAPE_TARGETS]
+    assert name == "x.reshape(*shape)"
+    return [(str(s), lambda v, s=s: v.reshape(*s), lambda a, s=s: a.reshape(s)) for s in RESHAPE_TARGETS] + [
+        ("12", lambda v: v.reshape(12), lambda a: a.reshape(12)),
+        ("-1", lambda v: v.reshape(-1), lambda a: a.reshape(-1))]
 
 
-def test_reshape_empty(mode):
+@pytest.mark.parametrize("name", ["x.reshape(shape)", "x.reshape(*shape)", "T.reshape"])
+def test_reshape_with_ints(name, mode):
+    """One way of writing a reshape, every target shape and dtype, in one compiled function."""
+    cases = []
+    for dtype in ALL_DTYPES:
+        x = sample(dtype, (3, 4), special=True)
+        cases += [Case("%s,%s" % (dtype, label), build, ref, [x]) for label, build, ref in _reshape_builds(name)]
+        # static shape of a reshape to constant sizes
+        out = T.tensor(dtype, (None, None)).reshape((2, -1, 3))
+        assert out.type.shape[0] == 2 and out.type.shape[2] == 3 and out.ndim == 3
+    check_cases(cases, mode)
+
+
+def test_reshape_empty_and_0d(mode):
+    """To and from 0-d (was test_reshape_to_and_from_0d) and empty arrays (test_reshape_empty)."""
+    s = np.asarray(4.0)
+    cases = [Case("[[7.5]]->()", lambda v: v.reshape(()), lambda a: a.reshape(()), [np.array([[7.5]])]),
+             Case("0d->(1,)", lambda v: v.reshape((1,)), lambda a: a.reshape(1), [s]),
+             Case("0d->(1,-1)", lambda v: v.reshape((1, -1)), lambda a: a.reshape(1, -1), [s])]
     for shape, target in (((0, 3), (3, 0)), ((0, 3), (-1,)), ((0, 3), (3, -1)), ((2, 0), (0, 5)),
                           ((0,), (0, 4, 0))):
-        check(lambda v: v.reshape(target), lambda a: a.reshape(target), [np.zeros(shape)], mode)
+        cases.append(Case("%s->%s" % (shape, target), lambda v, t=target: v.reshape(t),
+                          lambda a, t=target: a.reshape(t), [np.zeros(shape)]))
+    check_cases(cases, mode)
 
 
-@pytest.mark.parametrize("dtype", ["float64", "int32", "bool"])
-def test_reshape_with_symbolic_sizes(dtype, mode):
-    x = sample(dtype, (4, 6))
-    check(lambda v: v.reshape((v.shape[0], -1)), lambda a: a.reshape((a.shape[0], -1)), [x], mode)
-    check(lambda v: v.reshape((v.shape[1], v.shape[0])), lambda a: a.reshape((a.shape[1], a.shape[0])), [x], mode)
-    check(lambda v: v.reshape((2, v.shape[0] // 2, v.shape[1])), lambda a: a.reshape((2, 2, 6)), [x], mode)
-    check(lambda v: v.reshape((-1, v.shape[1] // 3, 3)), lambda a: a.reshape((-1, 2, 3)), [x], mode)
-    check(lambda v: T.reshape(v, [v.shape[0] * v.shape[1]]), lambda a: a.reshape(-1), [x], mode)
-    check(lambda v: v.reshape(v.shape[::-1], ndim=2), lambda a: a.reshape(a.shape[::-1]), [x], mode)
-    # a symbolic scalar given as an input
-    m, n = T.lscalar(), T.iscalar()
-    xv = T.tensor(dtype, (None, None))
-    f = function([xv, m, n], xv.reshape((m, n, -1)), mode=mode)
-    for layout in LAYOUTS:
-        assert_matches(f(relayout(x, layout), 3, 2), x.reshape(3, 2, -1), xv.reshape((m, n, -1)).type)
+def test_reshape_with_symbolic_sizes(mode):
+    """Sizes from the input's shape or from scalar inputs, on float64, int32 and bool, in one function."""
+    builds = [
+        (lambda v: v.reshape((v.shape[0], -1)), lambda a: a.reshape((a.shape[0], -1))),
+        (lambda v: v.reshape((v.shape[1], v.shape[0])), lambda a: a.reshape((a.shape[1], a.shape[0]))),
+        (lambda v: v.reshape((2, v.shape[0] // 2, v.shape[1])), lambda a: a.reshape((2, 2, 6))),
+        (lambda v: v.reshape((-1, v.shape[1] // 3, 3)), lambda a: a.reshape((-1, 2, 3))),
+        (lambda v: T.reshape(v, [v.shape[0] * v.shape[1]]), lambda a: a.reshape(-1)),
+        (lambda v: v.reshape(v.shape[::-1], ndim=2), lambda a: a.reshape(a.shape[::-1])),
+    ]
+    cases = []
+    for dtype in ("float64", "int32", "bool"):
+        x = sample(dtype, (4, 6))
+        cases += [Case("%s,%d" % (dtype, k), build, ref, [x]) for k, (build, ref) in enumerate(builds)]
+        # a symbolic scalar given as an input: m an lscalar, n an iscalar
+        cases.append(Case(dtype + ",m,n", lambda v, m, n: v.reshape((m, n, -1)),
+                          lambda a, m, n: a.reshape(int(m), int(n), -1), [x, np.int64(3), np.int32(2)]))
+    check_cases(cases, mode)
 
 
 def test_reshape_shape_vector_needs_known_length():
@@ -177,26 +230,29 @@ def test_reshape_shape_vector_needs_known_length():
 
 
 def test_reshape_size_mismatch_raises(mode):
-    x = T.dmatrix()
-    f = function([x], x.reshape((5, 2)), mode=mode)
+    """Each graph its own inputs in one function: a bad size for one graph at a time."""
+    fixed = Case("(5,2)", lambda v: v.reshape((5, 2)), lambda a: a.reshape(5, 2), [np.zeros((2, 5))])
+    minus = Case("(5,-1)", lambda v: v.reshape((5, -1)), lambda a: a.reshape(5, -1), [np.arange(10.0).reshape(2, 5)])
+    by_n = Case("(n,-1)", lambda v, n: v.reshape((n, -1)), lambda a, n: a.reshape(int(n), -1),
+                [np.zeros((3, 4)), np.int64(3)])
+    by_n2 = Case("(n,-1,2)", lambda v, n: v.reshape((n, -1, 2)), lambda a, n: a.reshape(int(n), -1, 2),
+                 [np.zeros((3, 4)), np.int64(2)])
+    cases = [fixed, minus, by_n, by_n2]
+    call = caller(check_cases(cases, mode), cases)
     with pytest.raises(ValueError, match=re.escape("(3, 4)") + ".*" + re.escape("(5, 2)")):
-        f(np.zeros((3, 4)))
-    g = function([x], x.reshape((5, -1)), mode=mode)
+        call(fixed, np.zeros((3, 4)))
     with pytest.raises(ValueError, match=re.escape("(3, 4)") + ".*" + re.escape("(5, -1)")):
-        g(np.zeros((3, 4)))
+        call(minus, np.zeros((3, 4)))
     # the function still works for a good shape after an error
-    np.testing.assert_array_equal(g(np.arange(10.0).reshape(2, 5)), np.arange(10.0).reshape(5, 2))
-    n = T.lscalar()
-    h = function([x, n], x.reshape((n, -1)), mode=mode)
+    np.testing.assert_array_equal(call(minus, np.arange(10.0).reshape(2, 5)), np.arange(10.0).reshape(5, 2))
     with pytest.raises(ValueError):
-        h(np.zeros((3, 4)), 5)
+        call(by_n, np.zeros((3, 4)), 5)
     with pytest.raises(ValueError):
-        h(np.zeros((3, 4)), 0)
-    h2 = function([x, n], x.reshape((n, -1, 2)), mode=mode)
+        call(by_n, np.zeros((3, 4)), 0)
     with pytest.raises(ValueError):
-        h2(np.zeros((3, 4)), -1)  # two -1 entries
+        call(by_n2, np.zeros((3, 4)), -1)  # two -1 entries
     with pytest.raises(ValueError):
-        h2(np.zeros((3, 4)), -3)  # a negative size other than -1
+        call(by_n2, np.zeros((3, 4)), -3)  # a negative size other than -1
 
 
 # ------------------------------------------------------------------ flatten
@@ -207,27 +263,45 @@ def _np_flatten(a, ndim):
     return a.reshape(lead + (int(np.prod(a.shape[ndim - 1:])),))
 
 
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize("shape", [(2, 3, 4), (0, 3, 4), (3, 0, 4), (2, 3, 0), (1, 1, 1)], ids=str)
-def test_flatten(shape, dtype, mode):
-    x = sample(dtype, shape, special=True)
-    for nd in (1, 2, 3):
-        def build(v):
-            out = T.flatten(v, nd)
-            assert out.ndim == nd
-            return out
+def _flatten_to(nd):
+    def build(v):
+        out = T.flatten(v, nd)
+        assert out.ndim == nd
+        return out
+    return build
 
-        check(build, lambda a: _np_flatten(a, nd), [x], mode)
-        check(lambda v: v.flatten(nd), lambda a: _np_flatten(a, nd), [x], mode)
-    check(lambda v: T.flatten(v), lambda a: a.reshape(-1) if a.size else a.reshape(0), [x], mode)
+
+FLATTEN_SHAPES = [(2, 3, 4), (0, 3, 4), (3, 0, 4), (2, 3, 0), (1, 1, 1)]
+
+
+def _flatten_builds(name):
+    """(label, build, ref) of one way of writing a flatten."""
+    if name == "x.flatten":
+        return [("v.flatten(%d)" % nd, lambda v, nd=nd: v.flatten(nd), lambda a, nd=nd: _np_flatten(a, nd))
+                for nd in (1, 2, 3)]
+    assert name == "T.flatten"
+    return [("T.flatten(v,%d)" % nd, _flatten_to(nd), lambda a, nd=nd: _np_flatten(a, nd)) for nd in (1, 2, 3)] + [
+        ("T.flatten(v)", lambda v: T.flatten(v), lambda a: a.reshape(-1) if a.size else a.reshape(0))]
+
+
+@pytest.mark.parametrize("name", ["T.flatten", "x.flatten"])
+def test_flatten(name, mode):
+    """T.flatten(v, nd) and T.flatten(v), or v.flatten(nd), on every shape of FLATTEN_SHAPES and every
+    dtype, in one compiled function (the shapes of one dtype share each graph's node)."""
+    cases = []
+    for dtype in ALL_DTYPES:
+        builds = _flatten_builds(name)
+        for shape in FLATTEN_SHAPES:
+            x = sample(dtype, shape, special=True)
+            cases += [Case("%s,%s,%s" % (dtype, shape, label), build, ref, [x]) for label, build, ref in builds]
+    check_cases(cases, mode)
 
 
 def test_flatten_small_ranks(mode):
-    check(lambda v: T.flatten(v), lambda a: a.reshape(-1), [sample("float64", (5,))], mode)
-    check(lambda v: T.flatten(v, 2), lambda a: a, [sample("float64", (4, 5))], mode)
-    s = T.dscalar()
-    got = function([s], T.flatten(s), mode=mode)(np.asarray(1.5))
-    assert got.shape == (1,) and got[0] == 1.5
+    cases = [Case("1d", lambda v: T.flatten(v), lambda a: a.reshape(-1), [sample("float64", (5,))]),
+             Case("2d,2", lambda v: T.flatten(v, 2), lambda a: a, [sample("float64", (4, 5))]),
+             Case("0d", lambda v: T.flatten(v), lambda a: a.reshape(1), [np.asarray(1.5)])]
+    check_cases(cases, mode)
 
 
 def test_flatten_bad_ndim_raises():
@@ -239,39 +313,52 @@ def test_flatten_bad_ndim_raises():
 
 # ------------------------------------------------------------------ shape, shape_i
 
+SHAPE_SHAPES = [(), (0,), (5,), (3, 4), (2, 0, 3), (1, 2, 3, 4)]
 
-@pytest.mark.parametrize("shape", [(), (0,), (5,), (3, 4), (2, 0, 3), (1, 2, 3, 4)], ids=str)
-def test_shape(shape, mode):
+
+def test_shape(mode):
+    """x.shape, T.shape, x.shape[i], x.shape[-i - 1] and T.shape_i of inputs of every shape of
+    SHAPE_SHAPES (each its own input), in one compiled function."""
     dtype = "float32"
-    x = T.tensor(dtype, (None,) * len(shape))
-    value = sample(dtype, shape)
-    outs = [x.shape, T.shape(x)] + [x.shape[i] for i in range(len(shape))] + \
-        [x.shape[-i - 1] for i in range(len(shape))] + [T.shape_i(x, i) for i in range(len(shape))]
-    for o in outs:
-        assert o.dtype == "int64"
-    assert outs[0].ndim == 1 and all(o.ndim == 0 for o in outs[2:])
-    f = function([x], outs, mode=mode)
+    inputs, values, outs, spans = [], [], [], []
+    for shape in SHAPE_SHAPES:
+        x = T.tensor(dtype, (None,) * len(shape))
+        these = [x.shape, T.shape(x)] + [x.shape[i] for i in range(len(shape))] + \
+            [x.shape[-i - 1] for i in range(len(shape))] + [T.shape_i(x, i) for i in range(len(shape))]
+        for o in these:
+            assert o.dtype == "int64"
+        assert these[0].ndim == 1 and all(o.ndim == 0 for o in these[2:])
+        inputs.append(x)
+        values.append(sample(dtype, shape))
+        spans.append((len(outs), len(outs) + len(these)))
+        outs += these
+    f = function(inputs, outs, mode=mode)
     for layout in LAYOUTS:
-        got = f(relayout(value, layout) if shape else np.array(value))
-        assert all(isinstance(g, np.ndarray) and g.dtype == np.int64 for g in got)
-        np.testing.assert_array_equal(got[0], shape)
-        assert got[0].shape == (len(shape),)
-        np.testing.assert_array_equal(got[1], shape)
-        n = len(shape)
-        assert [int(g) for g in got[2:2 + n]] == list(shape)
-        assert [int(g) for g in got[2 + n:2 + 2 * n]] == list(shape[::-1])
-        assert [int(g) for g in got[2 + 2 * n:]] == list(shape)
+        results = f(*[relayout(v, layout) if v.ndim else np.array(v) for v in values])
+        for shape, (lo, hi) in zip(SHAPE_SHAPES, spans):
+            got = results[lo:hi]
+            assert all(isinstance(g, np.ndarray) and g.dtype == np.int64 for g in got)
+            np.testing.assert_array_equal(got[0], shape)
+            assert got[0].shape == (len(shape),)
+            np.testing.assert_array_equal(got[1], shape)
+            n = len(shape)
+            assert [int(g) for g in got[2:2 + n]] == list(shape)
+            assert [int(g) for g in got[2 + n:2 + 2 * n]] == list(shape[::-1])
+            assert [int(g) for g in got[2 + 2 * n:]] == list(shape)
 
 
 def test_shape_via_check(mode):
     x = sample("int32", (3, 5))
-    check(lambda v: v.shape, lambda a: np.asarray(a.shape, dtype=np.int64), [x], mode)
-    check(lambda v: v.shape[1], lambda a: np.asarray(a.shape[1]), [x], mode)
-    check(lambda v: v.shape[::-1], lambda a: np.asarray(a.shape[::-1]), [x], mode)
-    check(lambda v: T.shape_i(v, 0) * T.shape_i(v, 1), lambda a: np.asarray(a.size), [x], mode)
-    check(lambda v: v.shape[0] + v.sum(), lambda a: a.shape[0] + a.sum(), [x], mode)
-    check(lambda v: v.size, lambda a: np.asarray(a.size, dtype=np.int64), [x], mode)
-    check(lambda v: v.size, lambda a: np.asarray(a.size, dtype=np.int64), [np.zeros((3, 0))], mode)
+    size = lambda v: v.size   # noqa: E731 (one build for both inputs: one node)
+    check_cases([
+        Case("shape", lambda v: v.shape, lambda a: np.asarray(a.shape, dtype=np.int64), [x]),
+        Case("shape[1]", lambda v: v.shape[1], lambda a: np.asarray(a.shape[1]), [x]),
+        Case("shape[::-1]", lambda v: v.shape[::-1], lambda a: np.asarray(a.shape[::-1]), [x]),
+        Case("shape_i*shape_i", lambda v: T.shape_i(v, 0) * T.shape_i(v, 1), lambda a: np.asarray(a.size), [x]),
+        Case("shape[0]+sum", lambda v: v.shape[0] + v.sum(), lambda a: a.shape[0] + a.sum(), [x]),
+        Case("size", size, lambda a: np.asarray(a.size, dtype=np.int64), [x]),
+        Case("size of empty", size, lambda a: np.asarray(a.size, dtype=np.int64), [np.zeros((3, 0))]),
+    ], mode)
 
 
 def test_shape_i_static_and_errors(mode):
@@ -289,54 +376,59 @@ def test_shape_i_static_and_errors(mode):
 
 # ------------------------------------------------------------------ basic indexing
 
-INDICES_3D = [
-    0, 2, -1, -3, (1, 2), (-1, -2), (1, 2, 3), (-2, 0, -5),
-    slice(None), slice(1, None), slice(None, 2), slice(None, None, -1), slice(None, None, 2),
-    slice(None, None, -2), slice(2, 0, -1), slice(-10, 10), slice(10, 20), slice(-20, -10),
-    slice(-1, -10, -1), slice(100, None, -1), slice(None, -100, -1), slice(2, 1), slice(1, 2, 5),
-    (slice(None), 1), (slice(None), slice(None), -1), (slice(1, None), None, slice(None, None, -2)),
-    Ellipsis, (Ellipsis, 1), (1, Ellipsis), (0, Ellipsis, 2), (Ellipsis, None), (None, Ellipsis), None,
-    (None, 1, None), (None, None), (Ellipsis, 1, 2, 3), (1, None, Ellipsis, None, -1),
-    (slice(None, None, -1), slice(None, None, -1), slice(None, None, -1)), (slice(-2, None), 0, slice(1, -1)),
-    (), (Ellipsis, slice(None, None, -3)), (slice(0, 0), 1), (1, slice(3, None)),
-]
+# every index pattern on a (3, 4, 5) input, by kind
+INDICES_3D = {
+    "integer": [0, 2, -1, -3, (1, 2), (-1, -2), (1, 2, 3), (-2, 0, -5)],
+    "slice": [slice(None), slice(1, None), slice(None, 2), slice(None, None, 2), slice(-10, 10), slice(10, 20),
+              slice(-20, -10), slice(2, 1), slice(1, 2, 5)],
+    "reversed_slice": [slice(None, None, -1), slice(None, None, -2), slice(2, 0, -1), slice(-1, -10, -1),
+                       slice(100, None, -1), slice(None, -100, -1)],
+    "mixed": [(slice(None), 1), (slice(None), slice(None), -1), (slice(1, None), None, slice(None, None, -2)),
+              (slice(None, None, -1), slice(None, None, -1), slice(None, None, -1)),
+              (slice(-2, None), 0, slice(1, -1)), (slice(0, 0), 1), (1, slice(3, None))],
+    "ellipsis": [Ellipsis, (Ellipsis, 1), (1, Ellipsis), (0, Ellipsis, 2), (Ellipsis, 1, 2, 3), (),
+                 (Ellipsis, slice(None, None, -3))],
+    "newaxis": [(Ellipsis, None), (None, Ellipsis), None, (None, 1, None), (None, None),
+                (1, None, Ellipsis, None, -1)],
+}
 
 
-@pytest.mark.parametrize("index", INDICES_3D, ids=repr)
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_basic_indexing(index, dtype, mode):
-    x = sample(dtype, (3, 4, 5), special=True)
-    check(lambda v: v[index], lambda a: np.asarray(a[index]), [x], mode)
+@pytest.mark.parametrize("kind", sorted(INDICES_3D))
+def test_basic_indexing(kind, mode):
+    """Every index pattern of this kind on every dtype, in one compiled function."""
+    cases = []
+    for dtype in ALL_DTYPES:
+        x = sample(dtype, (3, 4, 5), special=True)
+        cases += [Case("%s,%r" % (dtype, index), lambda v, index=index: v[index],
+                       lambda a, index=index: np.asarray(a[index]), [x]) for index in INDICES_3D[kind]]
+    check_cases(cases, mode)
 
 
-@pytest.mark.parametrize("index", [0, -1, slice(None, None, -1), slice(1, -1), None, Ellipsis,
-                                   (None, slice(None, None, 2)), slice(5, None)], ids=repr)
-def test_basic_indexing_1d(index, mode):
+def test_basic_indexing_1d_and_0d(mode):
+    """A 1-d int64 input (was test_basic_indexing_1d) and a 0-d input (test_indexing_0d_input)."""
     x = sample("int64", (6,))
-    check(lambda v: v[index], lambda a: np.asarray(a[index]), [x], mode)
+    cases = [Case(repr(index), lambda v, index=index: v[index], lambda a, index=index: np.asarray(a[index]), [x])
+             for index in (0, -1, slice(None, None, -1), slice(1, -1), None, Ellipsis,
+                           (None, slice(None, None, 2)), slice(5, None))]
+    s = np.asarray(2.0)
+    cases += [Case("0d[...]", lambda v: v[...], lambda a: a[...], [s]),
+              Case("0d[None]", lambda v: v[None], lambda a: a[None], [s]),
+              Case("0d[()]", lambda v: v[()], lambda a: a[()], [s]),
+              Case("0d[None,...,None]", lambda v: v[None, ..., None], lambda a: a[None, ..., None], [s])]
+    check_cases(cases, mode)
 
 
-def test_indexing_0d_input(mode):
-    s = T.dscalar()
-    f = function([s], [s[...], s[None], s[()], s[None, ..., None]], mode=mode)
-    got = f(np.asarray(2.0))
-    assert [g.shape for g in got] == [(), (1,), (), (1, 1)]
-    assert all(float(g.reshape(())) == 2.0 for g in got)
-
-
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-def test_all_integer_index_gives_0d_ndarray(dtype, mode):
-    x = T.tensor(dtype, (None, None))
-    value = sample(dtype, (3, 4))
-    out = x[1, 2]
-    assert out.ndim == 0 and out.dtype == dtype
-    f = function([x], [out, x[-1, -1], x[0][3]], mode=mode)
-    for layout in LAYOUTS:
-        got = f(relayout(value, layout))
-        for g, want in zip(got, (value[1, 2], value[-1, -1], value[0, 3])):
-            assert isinstance(g, np.ndarray), type(g)
-            assert g.shape == () and g.dtype == np.dtype(dtype)
-            assert g == want
+def test_all_integer_index_gives_0d_ndarray(mode):
+    """Every dtype in one function: each result a 0-d ndarray of the input's dtype (assert_matches)."""
+    cases = []
+    for dtype in ALL_DTYPES:
+        out = T.tensor(dtype, (None, None))[1, 2]
+        assert out.ndim == 0 and out.dtype == dtype
+        value = sample(dtype, (3, 4))
+        cases += [Case(dtype + ",[1,2]", lambda v: v[1, 2], lambda a: np.asarray(a[1, 2]), [value]),
+                  Case(dtype + ",[-1,-1]", lambda v: v[-1, -1], lambda a: np.asarray(a[-1, -1]), [value]),
+                  Case(dtype + ",[0][3]", lambda v: v[0][3], lambda a: np.asarray(a[0, 3]), [value])]
+    check_cases(cases, mode)
 
 
 def test_static_shape_of_slices():
@@ -371,26 +463,29 @@ def test_static_shape_of_constant_slices_sweep(mode):
 
 def test_numpy_integer_indices(mode):
     x = sample("float64", (4, 5))
-    check(lambda v: v[np.int64(1)], lambda a: a[1], [x], mode)
-    check(lambda v: v[np.int32(-1):, np.int8(2)], lambda a: a[-1:, 2], [x], mode)
-    check(lambda v: v[::np.int64(-2)], lambda a: a[::-2], [x], mode)
+    check_cases([Case("[int64]", lambda v: v[np.int64(1)], lambda a: a[1], [x]),
+                 Case("[int32:, int8]", lambda v: v[np.int32(-1):, np.int8(2)], lambda a: a[-1:, 2], [x]),
+                 Case("[::int64]", lambda v: v[::np.int64(-2)], lambda a: a[::-2], [x])], mode)
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int32"])
-def test_symbolic_indices_via_check(dtype, mode):
+SYMBOLIC_INDICES = [
+    ("v[i]", lambda v, i: v[i], lambda a, i: np.asarray(a[int(i)]), (0, 4, -1, -5)),
+    ("v[:,i]", lambda v, i: v[:, i], lambda a, i: np.asarray(a[:, int(i)]), (0, -6, 5)),
+    ("v[i:]", lambda v, i: v[i:], lambda a, i: a[int(i):], (0, 2, -2, 7, -9)),
+    ("v[:i:-1]", lambda v, i: v[:i:-1], lambda a, i: a[:int(i):-1], (0, 2, -2, 7, -9)),
+    ("v[::i]", lambda v, i: v[::i], lambda a, i: a[::int(i)], (1, 2, -1, -3, 7, -9)),
+    ("v[1:,None,i::-2]", lambda v, i: v[1:, None, i::-2], lambda a, i: a[1:, None, int(i)::-2], (0, 3, -1, 10)),
+    ("v[i,1:i]", lambda v, i: v[i, 1:i], lambda a, i: a[int(i), 1:int(i)], (2, 4, -1)),
+]
+
+
+def test_symbolic_indices_via_check(mode):
+    """Each graph of SYMBOLIC_INDICES with an int64 and an int32 index, every value of the index
+    through the same node, in one compiled function."""
     x = sample("float64", (5, 6), special=True)
-    cases = [
-        (lambda v, i: v[i], lambda a, i: np.asarray(a[int(i)]), (0, 4, -1, -5)),
-        (lambda v, i: v[:, i], lambda a, i: np.asarray(a[:, int(i)]), (0, -6, 5)),
-        (lambda v, i: v[i:], lambda a, i: a[int(i):], (0, 2, -2, 7, -9)),
-        (lambda v, i: v[:i:-1], lambda a, i: a[:int(i):-1], (0, 2, -2, 7, -9)),
-        (lambda v, i: v[::i], lambda a, i: a[::int(i)], (1, 2, -1, -3, 7, -9)),
-        (lambda v, i: v[1:, None, i::-2], lambda a, i: a[1:, None, int(i)::-2], (0, 3, -1, 10)),
-        (lambda v, i: v[i, 1:i], lambda a, i: a[int(i), 1:int(i)], (2, 4, -1)),
-    ]
-    for build, ref, values in cases:
-        for val in values:
-            check(build, ref, [x, np.asarray(val, dtype=dtype)], mode)
+    check_cases([Case("%s,%s,%d" % (label, dtype, val), build, ref, [x, np.asarray(val, dtype=dtype)])
+                 for dtype in ("int64", "int32") for label, build, ref, values in SYMBOLIC_INDICES
+                 for val in values], mode)
 
 
 def test_symbolic_slice_sweep(mode):
@@ -409,58 +504,69 @@ def test_symbolic_slice_sweep(mode):
 
 
 def test_symbolic_slice_partial_sweep(mode):
-    """Some bounds symbolic, others absent or Python ints."""
+    """Some bounds symbolic, others absent or Python ints: every graph in one compiled function."""
     x = T.dvector()
     i, j = T.iscalar(), T.lscalar()
+    k = T.iscalar()   # the step of x[::k]: its own input, as a zero step is an error (not swept)
     builds = {
-        "x[i:]": (lambda: x[i:], lambda v, p, q: v[p:]),
-        "x[:i]": (lambda: x[:i], lambda v, p, q: v[:p]),
-        "x[::i]": (lambda: x[::i], lambda v, p, q: v[::p]),
-        "x[i::-1]": (lambda: x[i::-1], lambda v, p, q: v[p::-1]),
-        "x[:i:-2]": (lambda: x[:i:-2], lambda v, p, q: v[:p:-2]),
-        "x[i:j]": (lambda: x[i:j], lambda v, p, q: v[p:q]),
-        "x[1:i:j]": (lambda: x[1:i:j], lambda v, p, q: v[1:p:q]),
-        "x[i::j]": (lambda: x[i::j], lambda v, p, q: v[p::q]),
-        "x[-2:i]": (lambda: x[-2:i], lambda v, p, q: v[-2:p]),
+        "x[i:]": (x[i:], lambda v, p, q: v[p:]),
+        "x[:i]": (x[:i], lambda v, p, q: v[:p]),
+        "x[::i]": (x[::k], lambda v, p, q: v[::p]),
+        "x[i::-1]": (x[i::-1], lambda v, p, q: v[p::-1]),
+        "x[:i:-2]": (x[:i:-2], lambda v, p, q: v[:p:-2]),
+        "x[i:j]": (x[i:j], lambda v, p, q: v[p:q]),
+        "x[1:i:j]": (x[1:i:j], lambda v, p, q: v[1:p:q]),
+        "x[i::j]": (x[i::j], lambda v, p, q: v[p::q]),
+        "x[-2:i]": (x[-2:i], lambda v, p, q: v[-2:p]),
     }
-    for name, (build, ref) in builds.items():
-        out = build()
-        f = function([x, i, j], [out] + list(T.inferred_shape(out)), mode=mode, on_unused_input="ignore")
-        for n in (6, 1, 0):
-            value = np.arange(float(n)) + 1
-            for p, q in itertools.product(range(-8, 9), (-3, -1, 1, 2, 5)):
-                if "::i" in name and p == 0:
+    outs = []
+    for out, _ in builds.values():
+        outs += [out] + list(T.inferred_shape(out))
+    f = function([x, i, j, k], outs, mode=mode, on_unused_input="ignore")
+    for n in (6, 1, 0):
+        value = np.arange(float(n)) + 1
+        for p, q in itertools.product(range(-8, 9), (-3, -1, 1, 2, 5)):
+            got = iter(f(value, p, q, p if p != 0 else 1))
+            for name, (_, ref) in builds.items():
+                result, length = next(got), next(got)
+                if name == "x[::i]" and p == 0:
                     continue
-                got, length = f(value, p, q)
                 want = ref(value, p, q)
-                assert got.shape == want.shape and int(length) == len(want), (name, n, p, q)
-                np.testing.assert_array_equal(got, want)
+                assert result.shape == want.shape and int(length) == len(want), (name, n, p, q)
+                np.testing.assert_array_equal(result, want)
 
 
 def test_symbolic_int_index_out_of_bounds_raises(mode):
-    x = T.dmatrix()
-    i = T.lscalar()
-    f = function([x, i], x[i], mode=mode)
-    g = function([x, i], x[1, i], mode=mode)
     v = np.zeros((3, 4))
+    row = Case("x[i]", lambda x, i: x[i], lambda a, i: a[int(i)], [v, np.int64(0)])
+    col = Case("x[1, i]", lambda x, i: x[1, i], lambda a, i: np.asarray(a[1, int(i)]), [v, np.int64(0)])
+    cases = [row, col]
+    call = caller(check_cases(cases, mode), cases)
     for bad in (3, -4, 100):
         with pytest.raises(IndexError):
-            f(v, bad)
+            call(row, v, bad)
     for bad in (4, -5):
         with pytest.raises(IndexError):
-            g(v, bad)
-    assert f(v, -3).shape == (4,)
+            call(col, v, bad)
+    assert call(row, v, -3).shape == (4,)
 
 
 def test_index_out_of_bounds_raises_at_run_time(mode):
-    x = T.dmatrix()
-    for build in (lambda v: v[3], lambda v: v[-4], lambda v: v[0, 4], lambda v: v[:, -5], lambda v: v[..., 10]):
-        out = build(x)  # building is fine: the length is only known at run time
-        f = function([x], out, mode=mode)
+    """Each graph its own input in one function, fed a (5, 11) matrix but for the one that gets
+    a bad input; building is fine: the length is only known at run time."""
+    good = np.arange(55.0).reshape(5, 11)
+    cases = [Case("v[3]", lambda v: v[3], lambda a: a[3], [good]),
+             Case("v[-4]", lambda v: v[-4], lambda a: a[-4], [good]),
+             Case("v[0, 4]", lambda v: v[0, 4], lambda a: np.asarray(a[0, 4]), [good]),
+             Case("v[:, -5]", lambda v: v[:, -5], lambda a: a[:, -5], [good]),
+             Case("v[..., 10]", lambda v: v[..., 10], lambda a: a[..., 10], [good])]
+    first_row = Case("v[0]", lambda v: v[0], lambda a: a[0], [good])
+    call = caller(check_cases(cases + [first_row], mode), cases + [first_row])
+    for case in cases:
         with pytest.raises(IndexError):
-            f(np.zeros((3, 4)))
+            call(case, np.zeros((3, 4)))
     with pytest.raises(IndexError):
-        function([x], x[0], mode=mode)(np.zeros((0, 4)))
+        call(first_row, np.zeros((0, 4)))
 
 
 def test_too_many_indices_raise_when_building():
@@ -524,25 +630,6 @@ VIEW_BUILDS = {
 }
 
 
-@pytest.mark.parametrize("name", list(VIEW_BUILDS))
-def test_outputs_do_not_alias_inputs(name, mode):
-    build = VIEW_BUILDS[name]
-    x = T.dmatrix()
-    out = build(x)
-    f = function([x], out, mode=mode)
-    value = np.arange(12.0).reshape(3, 4)
-    want = np.asarray(build_ref(name, value)).copy()
-    for layout in LAYOUTS:
-        inp = relayout(value, layout)
-        got = f(inp)
-        assert_matches(got, want, out.type)
-        assert not np.shares_memory(got, inp), name
-        got[...] = -1.0
-        np.testing.assert_array_equal(inp, value)
-        # a second call is not affected by writing into the first result
-        np.testing.assert_array_equal(f(inp), want)
-
-
 def build_ref(name, a):
     return {
         "x.T": lambda: a.T, "x[1:]": lambda: a[1:], "x[::-1]": lambda: a[::-1], "x[...]": lambda: a[...],
@@ -552,6 +639,26 @@ def build_ref(name, a):
         "reshape -1": lambda: a.reshape(-1), "flatten": lambda: a.reshape(-1), "flatten 2": lambda: a,
         "identity": lambda: a,
     }[name]()
+
+
+def test_outputs_do_not_alias_inputs(mode):
+    """Every build of VIEW_BUILDS, each on its own input, in one compiled function."""
+    names = list(VIEW_BUILDS)
+    xs = [T.dmatrix() for _ in names]
+    outs = [VIEW_BUILDS[name](x) for name, x in zip(names, xs)]
+    f = function(xs, outs, mode=mode)
+    value = np.arange(12.0).reshape(3, 4)
+    wants = [np.asarray(build_ref(name, value)).copy() for name in names]
+    for layout in LAYOUTS:
+        inps = [relayout(value, layout) for _ in names]
+        for name, got, out, want, inp in zip(names, f(*inps), outs, wants, inps):
+            assert_matches(got, want, out.type)
+            assert not np.shares_memory(got, inp), name
+            got[...] = -1.0
+            np.testing.assert_array_equal(inp, value)
+        # a second call is not affected by writing into the first results
+        for name, got, want in zip(names, f(*inps), wants):
+            np.testing.assert_array_equal(got, want, err_msg=name)
 
 
 def test_outputs_do_not_alias_each_other_or_earlier_results(mode):
@@ -586,6 +693,8 @@ def test_constant_outputs_are_not_shared(mode):
 
 def test_composite_shape_graph(mode):
     x = sample("float64", (4, 6), special=False)
-    check(lambda v: v[1:, None, ::-2].dimshuffle(2, 1, 0).reshape((v.shape[1] // 2, -1)).T[::-1],
-          lambda a: a[1:, None, ::-2].transpose(2, 1, 0).reshape((a.shape[1] // 2, -1)).T[::-1], [x], mode)
-    check(lambda v: T.flatten(v.T[:, 1:3], 1)[::2], lambda a: a.T[:, 1:3].reshape(-1)[::2], [x], mode)
+    check_cases([
+        Case("chain", lambda v: v[1:, None, ::-2].dimshuffle(2, 1, 0).reshape((v.shape[1] // 2, -1)).T[::-1],
+             lambda a: a[1:, None, ::-2].transpose(2, 1, 0).reshape((a.shape[1] // 2, -1)).T[::-1], [x]),
+        Case("flatten", lambda v: T.flatten(v.T[:, 1:3], 1)[::2], lambda a: a.T[:, 1:3].reshape(-1)[::2], [x]),
+    ], mode)
