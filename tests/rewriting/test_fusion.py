@@ -1,11 +1,17 @@
 """Elementwise fusion: the rewritten graph's shape (one fused node), and its values against numpy
-on every layout, dtype and broadcast case, under the Python and C linkers."""
+on every layout, dtype and broadcast case, under the Python and C linkers.
+
+A test compiles its graphs (every dtype and shape of a case, or a few related graphs) into one
+function: see ``Batch``. Each graph has inputs of its own, so fusion cannot join two of them, and
+the nodes asserted are those of that graph's outputs alone.
+"""
 import numpy as np
 import pytest
 
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.compile.mode import Mode
+from ffigraph.graph.basic import io_toposort
 from ffigraph.tensor.elemwise import Elemwise
 from ffigraph.tensor.fused import FusedElemwise, FusedReduce
 from helpers import LAYOUTS, assert_matches, relayout, sample
@@ -30,55 +36,76 @@ def _chain_np(x, y):
     return np.exp(x) * y + np.tanh(x) - np.asarray(1.5, x.dtype) * y
 
 
+class Batch:
+    """Independent graphs, each ``(inputs, outputs)`` with inputs of its own, compiled into ONE
+    function under ``mode``. ``ops(k)`` are the rewritten nodes' ops of graph ``k``'s outputs,
+    ``types(k)`` their types; ``call(args)`` takes one argument list per graph and returns one
+    output list per graph."""
+
+    def __init__(self, graphs, mode):
+        self.inputs, self.outputs, self.spans = [], [], []
+        for ins, outs in graphs:
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            assert not set(ins) & set(self.inputs), "graphs of a Batch need inputs of their own"
+            self.spans.append(slice(len(self.outputs), len(self.outputs) + len(outs)))
+            self.inputs += ins
+            self.outputs += outs
+        self.f = function(self.inputs, self.outputs, mode=mode)
+
+    def fgraph_outputs(self, k):
+        return self.f.maker.fgraph.outputs[self.spans[k]]
+
+    def ops(self, k):
+        return [n.op for n in io_toposort(self.f.maker.fgraph.inputs, self.fgraph_outputs(k))]
+
+    def types(self, k):
+        return [v.type for v in self.fgraph_outputs(k)]
+
+    def call(self, args):
+        got = self.f(*[a for graph_args in args for a in graph_args])
+        return [got[span] for span in self.spans]
+
+
 # ------------------------------------------------------------------ structure
 
 
-def test_chain_becomes_one_fused_node(fast):
-    x, y = T.dvector("x"), T.dvector("y")
-    f = function([x, y], _chain(x, y), mode=fast)
-    ops = _ops(f)
+def test_fusion_structure(fast):
+    """In one function: a chain becomes one fused node; siblings share one node with two outputs;
+    a reduction absorbs its elementwise input; an intermediate used twice is an extra output, not
+    recomputed; no cycle is made through an outside node."""
+    x1, y1 = T.dvector("x"), T.dvector("y")
+    x2, y2 = T.dmatrix("x"), T.dmatrix("y")
+    x3, y3 = T.dmatrix("x"), T.dmatrix("y")
+    x4 = T.dvector("x")
+    e4 = T.exp(x4)
+    # e feeds both the dot (outside) and the add; fusing e with the add would make a cycle
+    x5, w5 = T.dmatrix("x"), T.dmatrix("w")
+    e5 = T.exp(x5)
+    b = Batch([([x1, y1], _chain(x1, y1)),
+               ([x2, y2], [x2 + y2, x2 - y2]),
+               ([x3, y3], T.sum(T.exp(x3) * y3)),
+               ([x4], [e4 * 2, e4]),
+               ([x5, w5], e5 + T.dot(e5, w5))], fast)
+    ops = b.ops(0)
     assert len(ops) == 1 and isinstance(ops[0], FusedElemwise), ops
     assert len(ops[0].composite.steps) == 6
-
-
-def test_siblings_share_one_node_with_two_outputs(fast):
-    x, y = T.dmatrix("x"), T.dmatrix("y")
-    f = function([x, y], [x + y, x - y], mode=fast)
-    ops = _ops(f)
+    ops = b.ops(1)
     assert len(ops) == 1 and isinstance(ops[0], FusedElemwise) and ops[0].composite.nout == 2, ops
-    a, b = sample("float64", (3, 4)), sample("float64", (3, 4), rng=np.random.default_rng(1))
-    s, d = f(a, b)
-    np.testing.assert_array_equal(s, a + b)
-    np.testing.assert_array_equal(d, a - b)
-
-
-def test_reduction_absorbs_its_elementwise_input(fast):
-    x, y = T.dmatrix("x"), T.dmatrix("y")
-    f = function([x, y], T.sum(T.exp(x) * y), mode=fast)
-    ops = _ops(f)
+    ops = b.ops(2)
     assert len(ops) == 1 and isinstance(ops[0], FusedReduce), ops
-
-
-def test_intermediate_used_twice_is_an_extra_output_not_recomputed(fast):
-    x = T.dvector("x")
-    e = T.exp(x)
-    f = function([x], [e * 2, e], mode=fast)
-    ops = _ops(f)
-    assert len([op for op in ops if isinstance(op, FusedElemwise)]) == 1
-    a = sample("float64", (7,))
-    got2, got = f(a)
-    np.testing.assert_allclose(got, np.exp(a), rtol=1e-15)
-    np.testing.assert_allclose(got2, 2 * np.exp(a), rtol=1e-15)
-
-
-def test_no_cycle_through_an_outside_node(fast):
-    # e feeds both the dot (outside) and the add; fusing e with the add would make a cycle
-    x, w = T.dmatrix("x"), T.dmatrix("w")
-    e = T.exp(x)
-    out = e + T.dot(e, w)
-    f = function([x, w], out, mode=fast)
-    a, b = sample("float64", (3, 3)), sample("float64", (3, 3), rng=np.random.default_rng(2))
-    np.testing.assert_allclose(f(a, b), np.exp(a) + np.exp(a) @ b, rtol=1e-12)
+    assert len([op for op in b.ops(3) if isinstance(op, FusedElemwise)]) == 1
+    a1, b1 = sample("float64", (5,)), sample("float64", (5,), rng=np.random.default_rng(1))
+    a2, b2 = sample("float64", (3, 4)), sample("float64", (3, 4), rng=np.random.default_rng(1))
+    a4 = sample("float64", (7,))
+    a5, b5 = sample("float64", (3, 3)), sample("float64", (3, 3), rng=np.random.default_rng(2))
+    got = b.call([[a1, b1], [a2, b2], [a2, b2], [a4], [a5, b5]])
+    s, d = got[1]
+    np.testing.assert_array_equal(s, a2 + b2)
+    np.testing.assert_array_equal(d, a2 - b2)
+    got2, got4 = got[3]
+    np.testing.assert_allclose(got4, np.exp(a4), rtol=1e-15)
+    np.testing.assert_allclose(got2, 2 * np.exp(a4), rtol=1e-15)
+    np.testing.assert_allclose(got[4][0], np.exp(a5) + np.exp(a5) @ b5, rtol=1e-12)
 
 
 def test_no_rewrites_mode_leaves_the_graph_alone():
@@ -95,168 +122,200 @@ def test_excluding_fusion():
 
 # ------------------------------------------------------------------ values
 
+CHAIN_SHAPES = [(0,), (1,), (5,), (1000,), (3, 0), (4, 7), (2, 3, 5), ()]
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("shape", [(0,), (1,), (5,), (1000,), (3, 0), (4, 7), (2, 3, 5), ()])
-def test_chain_values(fast, dtype, shape):
-    x, y = T.tensor(dtype, (None,) * len(shape), "x"), T.tensor(dtype, (None,) * len(shape), "y")
-    f = function([x, y], _chain(x, y), mode=fast)
-    a = sample(dtype, shape, special=True)
-    b = sample(dtype, shape, rng=np.random.default_rng(3))
-    expected = _chain_np(a, b)
+
+def test_chain_values(fast):
+    """float64 and float32 on every shape of CHAIN_SHAPES, in one function."""
+    combos = [(dtype, shape) for dtype in ["float64", "float32"] for shape in CHAIN_SHAPES]
+    graphs, args = [], []
+    for dtype, shape in combos:
+        x, y = T.tensor(dtype, (None,) * len(shape), "x"), T.tensor(dtype, (None,) * len(shape), "y")
+        graphs.append(([x, y], _chain(x, y)))
+        args.append([sample(dtype, shape, special=True), sample(dtype, shape, rng=np.random.default_rng(3))])
+    b = Batch(graphs, fast)
+    expected = [_chain_np(a, y) for a, y in args]
     for layout in LAYOUTS:
         with np.errstate(all="ignore"):
-            got = f(relayout(a, layout), relayout(b, layout))
-        assert_matches(got, expected, f.maker.fgraph.outputs[0].type, rtol=4e-6 if dtype == "float32" else 1e-13)
+            got = b.call([[relayout(a, layout) for a in graph_args] for graph_args in args])
+        for k, (dtype, shape) in enumerate(combos):
+            try:
+                assert_matches(got[k][0], expected[k], b.types(k)[0], rtol=4e-6 if dtype == "float32" else 1e-13)
+            except AssertionError as err:
+                raise AssertionError("%s %s, layout %s: %s" % (dtype, shape, layout, err)) from None
 
 
-@pytest.mark.parametrize("sa,sb", [((3, 1), (1, 4)), ((1, 5), (4, 5)), ((), (3, 2)), ((2, 1, 3), (4, 1)),
-                                   ((1,), (0,)), ((1, 1), (1, 1))])
-def test_broadcasting_with_runtime_length_one(fast, sa, sb):
-    nd = max(len(sa), len(sb))
-    x, y = T.tensor("float64", (None,) * len(sa), "x"), T.tensor("float64", (None,) * len(sb), "y")
-    f = function([x, y], [T.exp(x) * 2, T.exp(x) * y + x], mode=fast)
-    a, b = sample("float64", sa), sample("float64", sb, rng=np.random.default_rng(4))
-    e2, full = f(a, b)
-    assert e2.shape == a.shape and full.shape == np.broadcast_shapes(sa, sb)
-    np.testing.assert_allclose(e2, np.exp(a) * 2, rtol=1e-14)
-    np.testing.assert_allclose(full, np.exp(a) * b + a, rtol=1e-14)
-    assert full.ndim == nd
+BROADCAST_PAIRS = [((3, 1), (1, 4)), ((1, 5), (4, 5)), ((), (3, 2)), ((2, 1, 3), (4, 1)), ((1,), (0,)),
+                   ((1, 1), (1, 1))]
 
 
-def test_broadcast_error_names_the_shapes(fast):
-    x, y = T.dvector("x"), T.dvector("y")
-    f = function([x, y], _chain(x, y), mode=fast)
+def test_broadcasting_with_runtime_length_one(fast):
+    """Every pair of BROADCAST_PAIRS in one function; and (a graph of its own in it) the broadcast
+    error names the shapes."""
+    graphs, args = [], []
+    for sa, sb in BROADCAST_PAIRS:
+        x, y = T.tensor("float64", (None,) * len(sa), "x"), T.tensor("float64", (None,) * len(sb), "y")
+        graphs.append(([x, y], [T.exp(x) * 2, T.exp(x) * y + x]))
+        args.append([sample("float64", sa), sample("float64", sb, rng=np.random.default_rng(4))])
+    xe, ye = T.dvector("x"), T.dvector("y")
+    graphs.append(([xe, ye], _chain(xe, ye)))
+    b = Batch(graphs, fast)
+    got = b.call(args + [[np.zeros(2), np.ones(2)]])
+    for (sa, sb), (a, y), (e2, full) in zip(BROADCAST_PAIRS, args, got):
+        nd = max(len(sa), len(sb))
+        assert e2.shape == a.shape and full.shape == np.broadcast_shapes(sa, sb), (sa, sb)
+        np.testing.assert_allclose(e2, np.exp(a) * 2, rtol=1e-14)
+        np.testing.assert_allclose(full, np.exp(a) * y + a, rtol=1e-14)
+        assert full.ndim == nd
+    np.testing.assert_allclose(got[-1][0], _chain_np(np.zeros(2), np.ones(2)))
     with pytest.raises(ValueError, match="broadcast"):
-        f(np.ones(3), np.ones(4))
-    np.testing.assert_allclose(f(np.zeros(2), np.ones(2)), _chain_np(np.zeros(2), np.ones(2)))
+        b.call(args + [[np.ones(3), np.ones(4)]])
 
 
-@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool"])
-def test_integer_and_bool_chains(fast, dtype):
-    x, y = T.tensor(dtype, (None, None), "x"), T.tensor(dtype, (None, None), "y")
-    if dtype == "bool":
-        out, ref = (x | y) & ~(x ^ y), lambda a, b: (a | b) & ~(a ^ b)
-    else:
-        out = T.maximum(x * y + 3, y) % 5 - x // 2
-        def ref(a, b):
-            with np.errstate(all="ignore"):
-                return np.maximum(a * b + np.asarray(3, dtype), b) % np.asarray(5, dtype) - a // np.asarray(2, dtype)
-    f = function([x, y], out, mode=fast)
-    a = sample(dtype, (4, 6), low=0 if dtype == "uint8" else -4, high=6)
-    b = sample(dtype, (4, 6), rng=np.random.default_rng(5), low=0 if dtype == "uint8" else -4, high=6)
+def test_integer_bool_and_mixed_chains(fast):
+    """int64, int32, uint8 and bool chains; mixed dtypes and casts (the unfused graph under the
+    Python linker is the reference for dtype rules); an integer error inside a fused loop."""
+    dtypes = ["int64", "int32", "uint8", "bool"]
+    graphs, args, refs = [], [], []
+    for dtype in dtypes:
+        x, y = T.tensor(dtype, (None, None), "x"), T.tensor(dtype, (None, None), "y")
+        if dtype == "bool":
+            out, ref = (x | y) & ~(x ^ y), lambda a, b: (a | b) & ~(a ^ b)
+        else:
+            out = T.maximum(x * y + 3, y) % 5 - x // 2
+
+            def ref(a, b, dtype=dtype):
+                with np.errstate(all="ignore"):
+                    return (np.maximum(a * b + np.asarray(3, dtype), b) % np.asarray(5, dtype)
+                            - a // np.asarray(2, dtype))
+        graphs.append(([x, y], out))
+        refs.append(ref)
+        args.append([sample(dtype, (4, 6), low=0 if dtype == "uint8" else -4, high=6),
+                     sample(dtype, (4, 6), rng=np.random.default_rng(5), low=0 if dtype == "uint8" else -4, high=6)])
+    xm, im = T.fvector("x"), T.ivector("i")
+    mixed = [T.exp(im) * xm + T.cast(im, "float32") / 2, T.sqrt(xm * xm) + T.cast(xm > 0, "int8"),
+             T.cast(T.exp(xm), "int16") * im]
+    graphs.append(([xm, im], mixed))
+    args.append([sample("float32", (33,)), sample("int32", (33,), rng=np.random.default_rng(6))])
+    xp, yp = T.lvector("x"), T.lvector("y")
+    graphs.append(([xp, yp], (xp + 1) ** yp * 2))
+    args.append([np.array([1, 2]), np.array([2, 3])])
+    b = Batch(graphs, fast)
     for layout in LAYOUTS:
-        assert_matches(f(relayout(a, layout), relayout(b, layout)), ref(a, b), out.type)
-
-
-def test_mixed_dtypes_and_casts(fast):
-    # the unfused graph under the Python linker is the reference for dtype rules
-    x, i = T.fvector("x"), T.ivector("i")
-    outs = [T.exp(i) * x + T.cast(i, "float32") / 2, T.sqrt(x * x) + T.cast(x > 0, "int8"),
-            T.cast(T.exp(x), "int16") * i]
-    f = function([x, i], outs, mode=fast)
-    ref = function([x, i], outs, mode=Mode(linker="py", optimizer=None))
-    a = sample("float32", (33,))
-    b = sample("int32", (33,), rng=np.random.default_rng(6))
-    for got, want, var in zip(f(a, b), ref(a, b), outs):
-        assert_matches(got, want, var.type, rtol=1e-6 if got.dtype == np.float32 else 1e-14)
-
-
-def test_integer_error_inside_a_fused_loop(fast):
-    x, y = T.lvector("x"), T.lvector("y")
-    f = function([x, y], (x + 1) ** y * 2, mode=fast)
-    np.testing.assert_array_equal(f(np.array([1, 2]), np.array([2, 3])), [8, 54])
+        got = b.call([[relayout(a, layout) for a in graph_args] for graph_args in args])
+        for k, dtype in enumerate(dtypes):
+            assert_matches(got[k][0], refs[k](*args[k]), b.types(k)[0])
+    got = b.call(args)
+    reference = function([xm, im], mixed, mode=Mode(linker="py", optimizer=None))
+    for g, want, var in zip(got[len(dtypes)], reference(*args[len(dtypes)]), mixed):
+        assert_matches(g, want, var.type, rtol=1e-6 if g.dtype == np.float32 else 1e-14)
+    np.testing.assert_array_equal(got[-1][0], [8, 54])
     with pytest.raises(ValueError, match="negative integer powers"):
-        f(np.array([1, 2]), np.array([2, -1]))
+        b.call(args[:-1] + [[np.array([1, 2]), np.array([2, -1])]])
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_special_values_and_signed_zeros(fast, dtype):
-    vals = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 700, -800, 1e30, -1e30, 1, -1],
-                    dtype=dtype)
-    x = T.tensor(dtype, (None,), "x")
-    outs = [T.exp(x) * 1.5, T.tanh(x) + 0.0 * x, T.log(x) - x, T.sin(x) * T.cos(x), T.expm1(x) * 2,
-            T.log1p(x) * 3]
+def test_special_values_and_signed_zeros(fast):
+    """float64 and float32 in one function; a NaN constant inside a fused loop too."""
+    dtypes = ["float64", "float32"]
     refs = [lambda a: np.exp(a) * 1.5, lambda a: np.tanh(a) + 0.0 * a, lambda a: np.log(a) - a,
-            lambda a: np.sin(a) * np.cos(a), lambda a: np.expm1(a) * 2, lambda a: np.log1p(a) * 3]
-    f = function([x], outs, mode=fast)
+            lambda a: np.sin(a) * np.cos(a), lambda a: np.expm1(a) * 2, lambda a: np.log1p(a) * 3,
+            lambda a: a * 2 + np.nan]
+    graphs, args = [], []
+    for dtype in dtypes:
+        vals = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-310, -1e-310, 700, -800, 1e30, -1e30, 1, -1],
+                        dtype=dtype)
+        x = T.tensor(dtype, (None,), "x")
+        graphs.append(([x], [T.exp(x) * 1.5, T.tanh(x) + 0.0 * x, T.log(x) - x, T.sin(x) * T.cos(x),
+                             T.expm1(x) * 2, T.log1p(x) * 3,
+                             x * 2 + T.constant(np.asarray(np.nan, dtype))]))  # a NaN literal in the loop
+        args.append([vals])
+    b = Batch(graphs, fast)
     with np.errstate(all="ignore"):
-        got = f(vals)
-        for g, ref in zip(got, refs):
-            want = ref(vals).astype(dtype)
-            np.testing.assert_allclose(g, want, rtol=5e-6 if dtype == "float32" else 2e-15, equal_nan=True)
-            same_zero = (want == 0)
-            assert (np.signbit(g[same_zero]) == np.signbit(want[same_zero])).all()
+        got_all = b.call(args)
+        for dtype, (vals,), got in zip(dtypes, args, got_all):
+            for g, ref in zip(got, refs):
+                want = ref(vals).astype(dtype)
+                np.testing.assert_allclose(g, want, rtol=5e-6 if dtype == "float32" else 2e-15, equal_nan=True)
+                same_zero = (want == 0)
+                assert (np.signbit(g[same_zero]) == np.signbit(want[same_zero])).all()
 
 
 # ------------------------------------------------------------------ fused reductions
 
 
 @pytest.mark.parametrize("kind", ["sum", "prod", "max", "min", "mean"])
-@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1), -1])
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_fused_reductions(fast, kind, axis, dtype):
-    x, y = T.tensor(dtype, (None, None), "x"), T.tensor(dtype, (None, None), "y")
-    out = getattr(T, kind)(T.exp(x * 0.1) * y, axis=axis)
-    f = function([x, y], out, mode=fast)
-    a = sample(dtype, (37, 300))
-    b = sample(dtype, (37, 300), rng=np.random.default_rng(7), low=0.5, high=1.5)
-    expected = getattr(np, kind)(np.exp(a * np.asarray(0.1, dtype)) * b, axis=axis)
-    rtol = 1e-4 if dtype == "float32" else 1e-11
-    if kind == "prod":
-        rtol *= 100
+def test_fused_reductions(fast, kind):
+    """Every axis (None, 0, 1, (0, 1), -1) of float64 and float32, in one function."""
+    combos = [(axis, dtype) for axis in [None, 0, 1, (0, 1), -1] for dtype in ["float64", "float32"]]
+    graphs, args = [], []
+    for axis, dtype in combos:
+        x, y = T.tensor(dtype, (None, None), "x"), T.tensor(dtype, (None, None), "y")
+        graphs.append(([x, y], getattr(T, kind)(T.exp(x * 0.1) * y, axis=axis)))
+        args.append([sample(dtype, (37, 300)), sample(dtype, (37, 300), rng=np.random.default_rng(7), low=0.5, high=1.5)])
+    b = Batch(graphs, fast)
+    expected = [getattr(np, kind)(np.exp(a * np.asarray(0.1, a.dtype)) * y, axis=axis)
+                for (axis, _), (a, y) in zip(combos, args)]
     for layout in LAYOUTS:
-        assert_matches(f(relayout(a, layout), relayout(b, layout)), expected, out.type, rtol=rtol, atol=0)
+        got = b.call([[relayout(a, layout) for a in graph_args] for graph_args in args])
+        for k, (axis, dtype) in enumerate(combos):
+            rtol = 1e-4 if dtype == "float32" else 1e-11
+            if kind == "prod":
+                rtol *= 100
+            try:
+                assert_matches(got[k][0], expected[k], b.types(k)[0], rtol=rtol, atol=0)
+            except AssertionError as err:
+                raise AssertionError("axis %s, %s, layout %s: %s" % (axis, dtype, layout, err)) from None
 
 
 def test_fused_reduction_nan_and_empty(fast):
-    x = T.dmatrix("x")
-    f = function([x], [T.max(x * 2, axis=1), T.sum(x * 2, axis=0), T.mean(x * 2, axis=1)], mode=fast)
+    """NaN, -inf and empty axes; max over an empty axis fails; and broadcast inputs (in one function)."""
+    xf, xg, xh = T.dmatrix("x"), T.dmatrix("x"), T.dmatrix("x")
+    xb, yb = T.dmatrix("x"), T.dmatrix("y")
+    b = Batch([([xf], [T.max(xf * 2, axis=1), T.sum(xf * 2, axis=0), T.mean(xf * 2, axis=1)]),
+               ([xg], [T.sum(T.exp(xg), axis=0), T.mean(T.exp(xg), axis=1)]),
+               ([xh], T.max(T.exp(xh), axis=1)),
+               ([xb, yb], T.sum(T.exp(xb) * yb, axis=0))], fast)
     a = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, -np.inf]])
-    mx, sm, mn = f(a)
+    ab, bb = sample("float64", (5, 1)), sample("float64", (1, 4), rng=np.random.default_rng(8))
+    args = [[a], [np.zeros((2, 0))], [np.zeros((0, 3))], [ab, bb]]
+    got = b.call(args)
+    mx, sm, mn = got[0]
     np.testing.assert_array_equal(mx, [np.nan, 10.0])
     np.testing.assert_array_equal(sm, [10.0, np.nan, -np.inf])
     np.testing.assert_array_equal(mn, [np.nan, -np.inf])
-    g = function([x], [T.sum(T.exp(x), axis=0), T.mean(T.exp(x), axis=1)], mode=fast)
-    sm, mn = g(np.zeros((2, 0)))
+    sm, mn = got[1]
     assert sm.shape == (0,)
     np.testing.assert_array_equal(mn, [np.nan, np.nan])
-    h = function([x], T.max(T.exp(x), axis=1), mode=fast)
-    assert h(np.zeros((0, 3))).shape == (0,)
+    assert got[2][0].shape == (0,)
+    np.testing.assert_allclose(got[3][0], np.sum(np.exp(ab) * bb, axis=0), rtol=1e-13)
     with pytest.raises(ValueError, match="empty"):
-        h(np.zeros((2, 0)))  # max over an empty axis
-    np.testing.assert_array_equal(h(np.zeros((1, 2))), [1.0])
+        b.call(args[:2] + [[np.zeros((2, 0))]] + args[3:])  # max over an empty axis
+    np.testing.assert_array_equal(b.call(args[:2] + [[np.zeros((1, 2))]] + args[3:])[2][0], [1.0])
 
 
-def test_fused_reduction_broadcast_inputs(fast):
-    x, y = T.dmatrix("x"), T.dmatrix("y")
-    f = function([x, y], T.sum(T.exp(x) * y, axis=0), mode=fast)
-    a, b = sample("float64", (5, 1)), sample("float64", (1, 4), rng=np.random.default_rng(8))
-    np.testing.assert_allclose(f(a, b), np.sum(np.exp(a) * b, axis=0), rtol=1e-13)
-
-
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("linker", ["py", "c"])
-def test_sigmoid_and_softplus_expand_into_vectorised_steps(dtype, linker):
+def test_sigmoid_and_softplus_expand_into_vectorised_steps(linker):
     """Fusion writes sigmoid/softplus as exp(-|x|), log1p, divisions and a switch (so libmvec
-    runs them a block at a time): same values as the stable reference, NaN and ±inf included."""
-    import ffigraph.tensor as T
-    from ffigraph import function
-    from ffigraph.compile.mode import Mode
+    runs them a block at a time): same values as the stable reference, NaN and ±inf included
+    (float64 and float32 in one function)."""
     from ffigraph.printing import debugprint
 
-    x = T.tensor(dtype, (None,), name="x")
-    f = function([x], [T.sigmoid(x), T.softplus(x)], mode=Mode(linker=linker))
-    text = debugprint(f, file="str")
-    assert "sigmoid(" not in text.split("Inner graphs")[-1] and "log1p" in text, text
+    dtypes = ["float64", "float32"]
+    xs = [T.tensor(dtype, (None,), name="x") for dtype in dtypes]
+    b = Batch([([x], [T.sigmoid(x), T.softplus(x)]) for x in xs], Mode(linker=linker))
+    for k in range(len(dtypes)):
+        text = debugprint(b.fgraph_outputs(k), file="str")
+        assert "sigmoid(" not in text.split("Inner graphs")[-1] and "log1p" in text, text
     xv = np.concatenate([np.linspace(-120, 120, 601), [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-30, -800, 800]])
-    xv = xv.astype(dtype)
-    got_sigmoid, got_softplus = f(xv)
-    wide = xv.astype(np.longdouble)
-    with np.errstate(all="ignore"):
-        want_sigmoid = np.where(wide >= 0, 1 / (1 + np.exp(-np.abs(wide))), np.exp(-np.abs(wide)) / (1 + np.exp(-np.abs(wide))))
-        want_softplus = np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))
-    rtol = 1e-14 if dtype == "float64" else 2e-6
-    for got, want in ((got_sigmoid, want_sigmoid), (got_softplus, want_softplus)):
-        assert got.dtype == np.dtype(dtype)
-        np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=0, equal_nan=True)
+    values = [xv.astype(dtype) for dtype in dtypes]
+    got_all = b.call([[v] for v in values])
+    for dtype, v, (got_sigmoid, got_softplus) in zip(dtypes, values, got_all):
+        wide = v.astype(np.longdouble)
+        with np.errstate(all="ignore"):
+            want_sigmoid = np.where(wide >= 0, 1 / (1 + np.exp(-np.abs(wide))),
+                                    np.exp(-np.abs(wide)) / (1 + np.exp(-np.abs(wide))))
+            want_softplus = np.maximum(wide, 0) + np.log1p(np.exp(-np.abs(wide)))
+        rtol = 1e-14 if dtype == "float64" else 2e-6
+        for got, want in ((got_sigmoid, want_sigmoid), (got_softplus, want_softplus)):
+            assert got.dtype == np.dtype(dtype)
+            np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=0, equal_nan=True)

@@ -90,49 +90,70 @@ def _close(got, want, dtype):
 
 
 _COMPILED = {}
+SHAPES = [(5,), (3, 4), (2, 1, 3), (0, 3), ()]
+GRAPHS_PER_EXAMPLE = 4
 
 
-def _functions(expr, reduce, n_inputs, dtype, ndim):
-    key = (repr(expr), reduce, n_inputs, dtype, ndim)
+def _functions(graphs):
+    """The three functions (no rewrites and FAST_RUN under Python, FAST_RUN under C) of several
+    graphs at once: ``graphs`` is a tuple of (expr, reduce, n_inputs, dtype, ndim), each graph
+    with inputs of its own, so no rewrite relates two of them."""
+    key = tuple((repr(expr), reduce, n_inputs, dtype, ndim) for expr, reduce, n_inputs, dtype, ndim in graphs)
     if key not in _COMPILED:
-        syms = [T.tensor(dtype, (None,) * ndim, "x%d" % i) for i in range(n_inputs)]
-        out = _build(expr, syms, dtype)
-        if reduce is not None:
-            kind, axis = reduce
-            out = getattr(T, kind)(out, axis=axis)
+        syms, outs = [], []
+        for g, (expr, reduce, n_inputs, dtype, ndim) in enumerate(graphs):
+            gsyms = [T.tensor(dtype, (None,) * ndim, "g%d_x%d" % (g, i)) for i in range(n_inputs)]
+            out = _build(expr, gsyms, dtype)
+            if reduce is not None:
+                kind, axis = reduce
+                out = getattr(T, kind)(out, axis=axis)
+            syms += gsyms
+            outs.append(out)
         modes = {
             "none-py": Mode(linker="py", optimizer=None),
             "fast-py": Mode(linker="py", optimizer="fast_run"),
             "fast-c": Mode(linker="c", optimizer="fast_run"),
         }
-        _COMPILED[key] = {name: function(syms, out, mode=m, on_unused_input="ignore") for name, m in modes.items()}
+        _COMPILED[key] = {name: function(syms, outs, mode=m, on_unused_input="ignore") for name, m in modes.items()}
     return _COMPILED[key]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(expr=_expressions(3), n_inputs=st.integers(1, 3), dtype=st.sampled_from(["float64", "float32"]),
-       shape=st.sampled_from([(5,), (3, 4), (2, 1, 3), (0, 3), ()]),
-       reduce=st.one_of(st.none(), st.tuples(st.sampled_from(["sum", "max"]), st.sampled_from([None, 0, -1]))),
-       seed=st.integers(0, 2 ** 16))
-def test_random_graphs_agree(expr, n_inputs, dtype, shape, reduce, seed):
-    expr = _clamp_inputs(expr, n_inputs)
-    if not _uses_input(expr):
-        expr = ("b", "add", expr, ("in", 0))
-    ndim = len(shape)
-    if reduce is not None and (ndim == 0 or (reduce[0] == "max" and 0 in shape)):
-        reduce = None
-    fns = _functions(expr, reduce, n_inputs, dtype, ndim)
-    rng = np.random.default_rng(seed)
-    vals = [_values(rng, dtype, shape) for _ in range(n_inputs)]
+_GRAPH = st.tuples(
+    _expressions(3), st.integers(1, 3), st.sampled_from(["float64", "float32"]), st.sampled_from(SHAPES),
+    st.one_of(st.none(), st.tuples(st.sampled_from(["sum", "max"]), st.sampled_from([None, 0, -1]))),
+    st.integers(0, 2 ** 16))
+
+
+# Each example checks GRAPHS_PER_EXAMPLE random graphs compiled together (one C library per
+# example): 10 examples check as many graphs as 40 examples of one graph each did.
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs=st.lists(_GRAPH, min_size=GRAPHS_PER_EXAMPLE, max_size=GRAPHS_PER_EXAMPLE))
+def test_random_graphs_agree(graphs):
+    prepared, values, wants = [], [], []
+    for expr, n_inputs, dtype, shape, reduce, seed in graphs:
+        expr = _clamp_inputs(expr, n_inputs)
+        if not _uses_input(expr):
+            expr = ("b", "add", expr, ("in", 0))
+        ndim = len(shape)
+        if reduce is not None and (ndim == 0 or (reduce[0] == "max" and 0 in shape)):
+            reduce = None
+        prepared.append((expr, reduce, n_inputs, dtype, ndim))
+        rng = np.random.default_rng(seed)
+        vals = [_values(rng, dtype, shape) for _ in range(n_inputs)]
+        with np.errstate(all="ignore"):
+            want = _evaluate(expr, vals, dtype)
+            if reduce is not None:
+                want = getattr(np, reduce[0])(want, axis=reduce[1])
+        values += vals
+        wants.append(want)
+    fns = _functions(tuple(prepared))
     with np.errstate(all="ignore"):
-        want = _evaluate(expr, vals, dtype)
-        if reduce is not None:
-            want = getattr(np, reduce[0])(want, axis=reduce[1])
-        results = {name: f(*vals) for name, f in fns.items()}
-    for name, got in results.items():
-        _close(got, want, dtype)
-    _close(results["fast-c"], results["fast-py"], dtype)
-    _close(results["fast-py"], results["none-py"], dtype)
+        results = {name: f(*values) for name, f in fns.items()}
+    for k, (want, (_, _, _, dtype, _)) in enumerate(zip(wants, prepared)):
+        for name, got in results.items():
+            _close(got[k], want, dtype)
+        _close(results["fast-c"][k], results["fast-py"][k], dtype)
+        _close(results["fast-py"][k], results["none-py"][k], dtype)
 
 
 def _clamp_inputs(expr, n):

@@ -282,8 +282,13 @@ def check_special(vm, name, dtype, x, y, where=""):
                                                               y[bad].tolist(), expect[bad].tolist()))
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_special_values(vm, level, dtype):
+def test_special_values(vm, level):
+    """Every function, float64 and float32, at this level."""
+    for dtype in DTYPES:
+        _check_special_values(vm, dtype)
+
+
+def _check_special_values(vm, dtype):
     rng = np.random.RandomState(7)
     for name in VECTOR_FUNCTIONS:
         sp = special_inputs(name, dtype)
@@ -299,10 +304,14 @@ def test_special_values(vm, level, dtype):
         check_special(vm, name, dtype, xx, vm.call(name, xx), " repeated")
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_same_result_anywhere(vm, level, dtype):
+def test_same_result_anywhere(vm, level):
     """An element's result does not depend on its position (tails go through the same vector
-    function), on the length of the block, or on computing in place."""
+    function), on the length of the block, or on computing in place (float64 and float32)."""
+    for dtype in DTYPES:
+        _check_same_result_anywhere(vm, dtype)
+
+
+def _check_same_result_anywhere(vm, dtype):
     rng = np.random.RandomState(3)
     for name in VECTOR_FUNCTIONS:
         x = rng.uniform(-5.0, 5.0, size=71).astype(dtype)
@@ -385,11 +394,12 @@ def max_ulp_error(vm, name, dtype, size=100000):
 
 
 @pytest.mark.skipif(not LONGDOUBLE_OK, reason="long double is not wider than double here")
-@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name", VECTOR_FUNCTIONS)
-def test_accuracy(vm, level, name, dtype):
-    err, where = max_ulp_error(vm, name, dtype)
-    assert err <= ULP_BOUND, "%s_%s at level %s: %.3g ulp at x=%r" % (name, dtype, LEVELS[level], err, where)
+def test_accuracy(vm, level, name):
+    """float64 and float32 of one function at this level."""
+    for dtype in DTYPES:
+        err, where = max_ulp_error(vm, name, dtype)
+        assert err <= ULP_BOUND, "%s_%s at level %s: %.3g ulp at x=%r" % (name, dtype, LEVELS[level], err, where)
 
 
 @pytest.mark.skipif(not LONGDOUBLE_OK, reason="long double is not wider than double here")
