@@ -27,17 +27,21 @@ def _loader():
 
 
 _dl = _loader()
+# The functions themselves, read once: reading an attribute of a cffi library object the first
+# time takes cffi's lock, and dlclose runs from deleters, which the collector may start while
+# this thread holds that lock (inside ffi.new or ffi.cast): that would wait forever.
+_dlopen, _dlsym, _dlclose, _dlerror = _dl.dlopen, _dl.dlsym, _dl.dlclose, _dl.dlerror
 
 
 def _last_error():
-    message = _dl.dlerror()
+    message = _dlerror()
     return ffi.string(message).decode("utf-8", "replace") if message != ffi.NULL else "unknown error"
 
 
 def open_library(path):
     """A handle (a cdata ``void *``) for the shared library at ``path``; OSError saying why it cannot
     be loaded (the loader's own message, as cffi's dlopen gives it)."""
-    handle = _dl.dlopen(os.fsencode(path), _NOW | _LOCAL)
+    handle = _dlopen(os.fsencode(path), _NOW | _LOCAL)
     if handle == ffi.NULL:
         raise OSError("cannot load library '%s': %s" % (path, _last_error()))
     return handle
@@ -46,8 +50,8 @@ def open_library(path):
 def symbol(handle, name, ctype):
     """The symbol ``name`` of an open library as a cdata of ``ctype`` (a function pointer type);
     AttributeError when the library does not export it."""
-    _dl.dlerror()   # clear a stale message, so that the one read below is this lookup's
-    address = _dl.dlsym(handle, name.encode("ascii"))
+    _dlerror()   # clear a stale message, so that the one read below is this lookup's
+    address = _dlsym(handle, name.encode("ascii"))
     if address == ffi.NULL:
         raise AttributeError("the library exports no symbol %r: %s" % (name, _last_error()))
     return ffi.cast(ctype, address)
@@ -56,7 +60,7 @@ def symbol(handle, name, ctype):
 def close_library(handle):
     """Drop this process's use of the library (the loader unmaps it when no other handle holds it).
     The caller makes sure nothing can still call into it."""
-    _dl.dlclose(handle)
+    _dlclose(handle)
 
 
 class OpenLibrary:
