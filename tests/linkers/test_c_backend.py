@@ -94,8 +94,11 @@ def test_generated_code_has_no_python_api_and_links_no_libpython(cmode):
     f = function([x, y], [out, out.T, x.shape, T.dot(x, y).sum(), T.concatenate([x, x])[::-1], x.max(axis=0)],
                  mode=cmode)
     f(np.ones((2, 3)), np.ones(3))
-    libs = built_libraries()
-    assert len(libs) >= 1 if cmode.linker_spec == "c" else len(libs) >= 6
+    linker = f.maker.linker
+    compiled = [linker.compiled] if cmode.linker_spec == "c" else list(linker.compiled_nodes.values())
+    assert len(compiled) == 1 if cmode.linker_spec == "c" else len(compiled) >= 6
+    libs = [(c.library.path, c.library.source_path) for c in compiled]
+    assert set(libs) <= set(built_libraries())
     nm = shutil.which("nm")
     ldd = shutil.which("ldd")
     for lib, source_path in libs:
