@@ -132,6 +132,25 @@ def test_summary_is_sorted_by_time_and_has_the_compile_breakdown():
     assert "more node(s)" in cut
 
 
+def test_summary_units_and_runs_of_equal_outputs(capsys):
+    # The formatting is the same code on every linker; one profiled call feeds it, the rest
+    # are NodeStats made by hand so every unit (s, ms, us; GiB .. B, unknown) is seen.
+    from ffigraph.compile.profiling import NodeStats, _outputs_text, _seconds
+
+    assert [_seconds(t) for t in (2.5, 0.0125, 3e-6)] == ["2.500 s", "12.50 ms", "3.00 us"]
+    node = NodeStats(0, "n", 4, 2.0, 1.0, [(2, 3), (2, 3), (2, 3), None, (5,), ()],
+                     [48, 48, 48, None, 3 << 20, None], "c")
+    assert _outputs_text(node) == "3 x (2,3) 48 B; ?; (5) 3.0 MiB; () ? B"
+    big = NodeStats(1, "m", 1, 0.0, 0.0, [(1 << 28,)], [2 << 30], "python")
+    assert _outputs_text(big) == "(268435456) 2.0 GiB"
+    assert repr(node) == "<NodeStats #0 n: 4 calls, 2.000 s>" and node.mean == 0.5
+    f = _compile("c")
+    f(*_data())
+    assert repr(f.profile).startswith("<ProfileStats g: 1 calls, ")
+    f.profile.summary(n_nodes=1)
+    assert capsys.readouterr().out == f.profile.summary_text(n_nodes=1)
+
+
 def test_compile_times_are_broken_down():
     f = _compile("c", profile=False)
     times = f.maker.compile_times
