@@ -55,17 +55,91 @@ def _build(expr, syms, dtype):
     return BINARY[expr[1]][0](_build(expr[2], syms, dtype), _build(expr[3], syms, dtype))
 
 
-def _evaluate(expr, vals, dtype):
-    """numpy's value of the expression tree (every intermediate in ``dtype``)."""
+def _evaluate_with_error(expr, vals, dtype):
+    """numpy's value of the expression tree and, per element, a bound on how far any faithful
+    evaluation of it (numpy's, a rewritten graph's, the C code's) can be from the exact value.
+
+    Forward error analysis: inputs and constants are exact; each operation adds its own
+    rounding (``ULPS`` units of ``dtype``'s epsilon of its result, which covers the 4-ulp vmath
+    functions) to the error of its arguments carried through the operation. The carried part is an
+    exact bound where the function allows (exp, mul, div) and a Lipschitz bound otherwise. So
+    the tolerance is small wherever the computation is well conditioned and large only where
+    it is not (cancellation, a log near 0): an error of 40 % on one element fails however large
+    the other elements are."""
     kind = expr[0]
     if kind == "in":
-        return vals[expr[1]]
+        v = vals[expr[1]]
+        return v, np.zeros(v.shape)
     if kind == "const":
-        return np.asarray(expr[1], dtype)
+        return np.asarray(expr[1], dtype), np.zeros(())
+    unit = ULPS * float(np.finfo(dtype).eps)
     if kind == "u":
-        return np.asarray(UNARY[expr[1]][1](_evaluate(expr[2], vals, dtype)), dtype)
-    a, b = _evaluate(expr[2], vals, dtype), _evaluate(expr[3], vals, dtype)
-    return np.asarray(BINARY[expr[1]][1](a, b), dtype)
+        a, ea = _evaluate_with_error(expr[2], vals, dtype)
+        out = np.asarray(UNARY[expr[1]][1](a), dtype)
+        carried = _unary_error(expr[1], a.astype(np.float64), out.astype(np.float64), ea)
+    else:
+        a, ea = _evaluate_with_error(expr[2], vals, dtype)
+        b, eb = _evaluate_with_error(expr[3], vals, dtype)
+        out = np.asarray(BINARY[expr[1]][1](a, b), dtype)
+        carried = _binary_error(expr[1], a.astype(np.float64), b.astype(np.float64), ea, eb)
+    # an infinity or NaN result is compared exactly, so it adds no rounding; an error that the
+    # arithmetic above cannot bound (NaN from inf - inf) is unbounded
+    rounding = np.where(np.isfinite(out), unit * np.abs(out.astype(np.float64)), 0.0)
+    return out, np.where(np.isnan(carried), np.inf, carried + rounding)
+
+
+def _times(factor, error):
+    """factor * error, where an exact argument (error 0) stays exact even at an infinite factor."""
+    return np.where(error == 0, 0.0, factor * error)
+
+
+def _unary_error(name, a, out, ea):
+    """How far f(a ± ea) can be from f(a), for the functions of UNARY."""
+    if name in ("neg", "abs", "tanh", "sin"):    # 1-Lipschitz
+        return ea
+    if name == "exp":
+        return _times(np.abs(out), np.expm1(ea))
+    if name == "expm1":
+        return _times(np.exp(a), np.expm1(ea))
+    if name == "sqr":
+        return _times(2 * np.abs(a), ea) + ea * ea
+    if name == "sqrt":
+        return np.where(ea == 0, 0.0, np.minimum(np.sqrt(ea), ea / np.sqrt(np.abs(a))))
+    if name == "log":
+        return np.where(ea == 0, 0.0, np.where(ea < np.abs(a), -np.log1p(-ea / np.abs(a)), np.inf))
+    raise KeyError(name)
+
+
+def _binary_error(name, a, b, ea, eb):
+    """How far op(a ± ea, b ± eb) can be from op(a, b), for the operations of BINARY."""
+    if name in ("add", "sub"):
+        return ea + eb
+    if name == "mul":
+        return _times(np.abs(a), eb) + _times(np.abs(b), ea) + ea * eb
+    if name == "div":
+        room = np.abs(b) - eb
+        return np.where((ea == 0) & (eb == 0), 0.0,
+                        np.where(room > 0, (_times(np.abs(a), eb) + _times(np.abs(b), ea)) / (np.abs(b) * room),
+                                 np.inf))
+    if name in ("max", "min"):
+        return np.maximum(ea, eb)
+    if name == "switch":   # a > b ? a : b/2 -- where a and b are within their errors, either branch
+        branch = np.where(a > b, ea, 0.5 * eb)
+        undecided = np.abs(a - b) <= ea + eb
+        return np.where(undecided & ((ea > 0) | (eb > 0)), np.abs(a - 0.5 * b) + np.maximum(ea, 0.5 * eb), branch)
+    raise KeyError(name)
+
+
+def _reduce_with_error(kind, axis, value, error, dtype):
+    """The reduction of numpy's value, and its error bound: for a sum, each term's error plus the
+    rounding of adding n terms in any order (n units of the sum of their magnitudes)."""
+    want = getattr(np, kind)(value, axis=axis)
+    if kind == "max":
+        return want, np.max(np.broadcast_to(error, value.shape), axis=axis) if value.size else np.zeros(np.shape(want))
+    terms = np.abs(value.astype(np.float64))
+    n = value.size if axis is None else value.shape[axis]
+    rounding = n * ULPS * float(np.finfo(dtype).eps) * np.sum(terms, axis=axis)
+    return want, np.sum(np.broadcast_to(error, value.shape), axis=axis) + rounding
 
 
 def _uses_input(expr):
@@ -80,13 +154,23 @@ def _values(rng, dtype, shape):
     return v
 
 
-def _close(got, want, dtype):
+ULPS = 4   # the rounding of one operation, in units of epsilon (vmath's functions are within 4 ulp)
+
+
+def _close(got, want, error, dtype, label):
+    """``got`` is within twice the error bound of ``want``, element by element (both it and numpy's
+    answer are within the bound of the exact value); NaN and infinities where ``want`` has them."""
     got, want = np.asarray(got), np.asarray(want)
-    assert got.shape == want.shape, (got.shape, want.shape)
-    finite = np.abs(want[np.isfinite(want)])
-    scale = max(1.0, float(finite.max())) if finite.size else 1.0
-    rtol = 2e-4 if dtype == "float32" else 1e-9
-    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale, equal_nan=True)
+    assert got.shape == want.shape, (label, got.shape, want.shape)
+    assert got.dtype == np.dtype(dtype), (label, got.dtype, dtype)
+    error = np.broadcast_to(error, want.shape)
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite], err_msg=label)
+    bound = 2 * error[finite] + float(np.finfo(dtype).tiny)
+    off = np.abs(got[finite].astype(np.float64) - want[finite].astype(np.float64))
+    bad = ~(off <= bound)        # NaN in got fails too
+    assert not bad.any(), "%s: got %s, want %s (allowed error %s)" % (
+        label, got[finite][bad], want[finite][bad], bound[bad])
 
 
 _COMPILED = {}
@@ -141,19 +225,20 @@ def test_random_graphs_agree(graphs):
         rng = np.random.default_rng(seed)
         vals = [_values(rng, dtype, shape) for _ in range(n_inputs)]
         with np.errstate(all="ignore"):
-            want = _evaluate(expr, vals, dtype)
+            want, error = _evaluate_with_error(expr, vals, dtype)
             if reduce is not None:
-                want = getattr(np, reduce[0])(want, axis=reduce[1])
+                want, error = _reduce_with_error(reduce[0], reduce[1], want, error, dtype)
         values += vals
-        wants.append(want)
+        wants.append((want, error))
     fns = _functions(tuple(prepared))
     with np.errstate(all="ignore"):
         results = {name: f(*values) for name, f in fns.items()}
-    for k, (want, (_, _, _, dtype, _)) in enumerate(zip(wants, prepared)):
+    for k, ((want, error), (expr, reduce, _, dtype, _)) in enumerate(zip(wants, prepared)):
+        label = "%s %s %s" % (dtype, expr, reduce)
         for name, got in results.items():
-            _close(got[k], want, dtype)
-        _close(results["fast-c"][k], results["fast-py"][k], dtype)
-        _close(results["fast-py"][k], results["none-py"][k], dtype)
+            _close(got[k], want, error, dtype, "%s vs numpy: %s" % (name, label))
+        _close(results["fast-c"][k], results["fast-py"][k], error, dtype, "fast-c vs fast-py: " + label)
+        _close(results["fast-py"][k], results["none-py"][k], error, dtype, "fast-py vs none-py: " + label)
 
 
 def _clamp_inputs(expr, n):
@@ -190,3 +275,23 @@ def test_fast_run_is_idempotent_and_terminates(case):
     mode.optimize(fg)
     assert debugprint(fg, file="str") == first
     fg.check_integrity()
+
+
+def test_one_wrong_element_fails_beside_large_ones():
+    # The check this file had (one tolerance for the whole array, scaled by its largest
+    # element) passed a 40 % error on an element of 1.05 when exp(exp(x)) made another
+    # element 5e8 -- and 1000 for 1.05 in float32. Each element now has its own bound.
+    expr = ("u", "exp", ("u", "exp", ("in", 0)))
+    for dtype, wrong in (("float64", 1.4), ("float32", 1000.0)):
+        x = np.array([-3.0, 3.0], dtype)
+        want, error = _evaluate_with_error(expr, [x], dtype)
+        got = want.copy()
+        got[0] = want[0] * wrong if wrong < 10 else wrong
+        assert abs(want[0] - 1.051) < 1e-3 and want[1] > 5e8
+        scale, rtol = float(np.abs(want).max()), (2e-4 if dtype == "float32" else 1e-9)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol * scale)   # the old check passed it
+        with pytest.raises(AssertionError, match="allowed error"):
+            _close(got, want, error, dtype, "probe")
+        _close(want, want, error, dtype, "probe")
+        # a faithful result (a few ulp off on every element) passes
+        _close(want * (1 + 2 * np.finfo(dtype).eps), want, error, dtype, "probe")
