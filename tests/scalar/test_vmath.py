@@ -4,7 +4,7 @@ A small library is built from ``vmath_support_code`` (pasted twice, as the fused
 exported wrappers around each helper, and long double reference functions from libm. Every
 function and dtype is checked on every dispatch level this CPU supports (AVX-512, AVX2, SSE,
 scalar libm): special values exactly as numpy gives them (NaN, +-inf, signed zeros, overflow,
-underflow, saturation), accuracy within ``ULP_BOUND`` ulps of the long double reference on
+underflow, saturation), accuracy within ``ULP_BOUND`` (4) ulps of the long double reference on
 random points over several ranges, subnormals and huge arguments, tails and in-place calls.
 """
 import math
@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from ffigraph.scalar.basic import SCALAR_TABLE
-from ffigraph.scalar.vmath_c import (LEVELS, ULP_BOUND, VECTOR_FUNCTIONS, VMATH_LIBRARIES,
+from ffigraph.scalar.vmath_c import (LEVELS, VECTOR_FUNCTIONS, VMATH_LIBRARIES,
                                      vector_function_name, vmath_support_code)
 
 DTYPES = ("float64", "float32")
+# The README's claim, pinned here: the module's own ULP_BOUND may not loosen what is tested.
+ULP_BOUND = 4
 CTYPES = {"float64": "double", "float32": "float"}
 LONGDOUBLE_OK = np.finfo(np.longdouble).nmant >= 63  # x87 80-bit (x86-64) or binary128
 _erf = np.vectorize(math.erf, otypes=[np.float64])
