@@ -41,12 +41,29 @@ def tolerance(dtype):
     return {"float32": (2e-5, 1e-6), "float64": (1e-9, 1e-12)}.get(np.dtype(dtype).name, (0, 0))
 
 
-def assert_matches(got, expected, vtype, rtol=None, atol=None):
-    """``got`` has ``vtype``'s dtype and ndim, ``expected``'s shape, and equal values (NaN == NaN)."""
+# ``dtype=FROM_NUMPY``: the expected dtype is that of numpy's answer (the reference's own result, by
+# numpy's promotion rules, which ffigraph follows). Otherwise ``dtype`` names it outright.
+FROM_NUMPY = "the dtype of numpy's answer"
+
+
+def expected_dtype(dtype, expected):
+    """The dtype a result must have: ``dtype`` spelled out, or numpy's answer's with FROM_NUMPY."""
+    return np.asarray(expected).dtype if dtype is FROM_NUMPY else np.dtype(dtype)
+
+
+def assert_matches(got, expected, vtype, rtol=None, atol=None, *, dtype):
+    """``got`` has the expected ``dtype`` (spelled out by the test, or FROM_NUMPY), which is also
+    ``vtype``'s; ``vtype``'s ndim and static shape; ``expected``'s shape; and equal values (NaN == NaN).
+
+    The dtype comes from the test, never from ffigraph's own node: a wrong output type would
+    otherwise be taken as the truth and numpy's answer cast to it."""
     assert isinstance(got, np.ndarray), "expected an ndarray, got %r" % (got,)
-    assert got.dtype == np.dtype(vtype.dtype), "dtype %s != %s" % (got.dtype, vtype.dtype)
+    want_dtype = expected_dtype(dtype, expected)
+    assert got.dtype == want_dtype, "dtype %s, expected %s" % (got.dtype, want_dtype)
+    assert got.dtype == np.dtype(vtype.dtype), "dtype %s but the graph declares %s" % (got.dtype, vtype.dtype)
     expected = np.asarray(expected)
     assert got.shape == expected.shape, "shape %s != %s" % (got.shape, expected.shape)
+    assert got.ndim == vtype.ndim, "ndim %d but the graph declares %d" % (got.ndim, vtype.ndim)
     for want, size in zip(vtype.shape, got.shape):
         assert want is None or want == size, "static shape %s violated by %s" % (vtype.shape, got.shape)
     r, a = tolerance(got.dtype)
@@ -65,14 +82,15 @@ def symbolic_like(values, prefix="in"):
 
 class Case:
     """One case of a batched check: how to build its output from symbols like ``values``, numpy's
-    answer ``ref(*values)``, and a label that names it when it fails.
+    answer ``ref(*values)``, the output's ``dtype`` (required, spelled out: a dtype name, or
+    FROM_NUMPY for the dtype of numpy's answer), and a label that names it when it fails.
 
     Cases whose graphs are the same (the same ``build`` on inputs of the same dtypes and ndims, or
     the same ``key`` when one is given) share one node of the batched function, called once per case.
     """
 
-    def __init__(self, label, build, ref, values, rtol=None, atol=None, key=None):
-        self.label, self.build, self.ref = label, build, ref
+    def __init__(self, label, build, ref, values, rtol=None, atol=None, key=None, *, dtype):
+        self.label, self.build, self.ref, self.dtype = label, build, ref, dtype
         self.values = [np.asarray(v) for v in values]
         self.rtol, self.atol = rtol, atol
         self.key = (key if key is not None else build, tuple((v.dtype.str, v.ndim) for v in self.values))
@@ -121,7 +139,7 @@ def check_cases(cases, mode, layouts=LAYOUTS, check_shape=True, _one_output=Fals
                 if not new:
                     continue
                 try:
-                    assert_matches(g, e, out.type, case.rtol, case.atol)
+                    assert_matches(g, e, out.type, case.rtol, case.atol, dtype=case.dtype)
                 except AssertionError as err:
                     raise AssertionError("case %s, layout %s: %s" % (case.label, layout, err)) from None
         if shape_f is not None:
@@ -175,10 +193,12 @@ def caller(f, cases):
     return call
 
 
-def check(build, ref, values, mode, rtol=None, atol=None, layouts=LAYOUTS, check_shape=True):
+def check(build, ref, values, mode, rtol=None, atol=None, layouts=LAYOUTS, check_shape=True, *, dtype):
     """Compile ``build(*symbols)`` for inputs like ``values`` and compare with ``ref(*values)``
-    on every layout; also check that the op's ``infer_shape`` agrees with the result."""
-    return check_cases([Case("", build, ref, values, rtol, atol)], mode, layouts, check_shape, _one_output=True)
+    on every layout, the result's dtype with ``dtype`` (see Case); also check that the op's
+    ``infer_shape`` agrees with the result."""
+    return check_cases([Case("", build, ref, values, rtol, atol, dtype=dtype)], mode, layouts, check_shape,
+                       _one_output=True)
 
 
 def sample(dtype, shape, rng=None, low=-3, high=3, special=False):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from ffigraph.config import config
 from ffigraph.graph.utils import PropsIdentity
 
 # ------------------------------------------------------------------ dtype rules
@@ -44,7 +45,8 @@ class ScalarOp(PropsIdentity):
 
     rule: how the output dtype follows from the (promoted) input dtypes:
       'numpy'   what numpy's ufunc gives for arrays of those dtypes;
-      'float'   upgrade_to_float of the promoted dtype (inputs are cast to it first);
+      'float'   upgrade_to_float of the promoted dtype (inputs are cast to it first); true_div
+                of integers and bools only gives floatX, as PyTensor's TrueDiv;
       'bool'    always bool;
       'same'    the promoted dtype.
     kinds: the dtype kinds accepted ('b' bool, 'i'/'u' ints, 'f' float, 'c' complex).
@@ -66,6 +68,8 @@ class ScalarOp(PropsIdentity):
                 raise TypeError("%s does not support dtype %s" % (self.name, d))
         promoted = upcast(*dtypes)
         if self.rule == "float":
+            if self.name == "true_div" and all(np.dtype(d).kind in "biu" for d in dtypes):
+                return config.floatX   # PyTensor's TrueDiv: a quotient of integers (or bools) is a floatX
             return upgrade_to_float(promoted)
         if self.rule == "bool":
             return "bool"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ffigraph.config import config
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c.interface import DelegatedCOp
@@ -478,13 +479,39 @@ def arange_length(start, stop, step):
     return max(int(ceil), 0)
 
 
+def _pytensor_number_dtype(value):
+    """The dtype PyTensor gives a Python number (its autocasting, cast_policy 'custom'): an int (or
+    bool) the first of int8, int16, int32, int64 that holds it (uint64 beyond); a float floatX when
+    that is float32, otherwise float32 when float32 holds it exactly, else float64."""
+    value = np.asarray(value)[()]
+    if value.dtype.kind in "biu":
+        for dtype in ("int8", "int16", "int32", "int64"):
+            if np.iinfo(dtype).min <= int(value) <= np.iinfo(dtype).max:
+                return dtype
+        return "uint64"
+    with np.errstate(all="ignore"):
+        exact = np.float32(value) == value
+    return "float32" if config.floatX == "float32" or exact else "float64"
+
+
 def _arange_dtype(args):
-    """numpy's dtype for arange of these arguments: at least int64 (Python ints are int64, floats float64)."""
-    return np.result_type("int64", *[np.dtype(a.dtype) for a in args]).name
+    """PyTensor's dtype for arange of these arguments: the upcast of their dtypes (a Python number
+    typed as PyTensor types it), then any signed integer widened to int64 and any unsigned one to
+    uint64 ("don't be stingy, this leads to overflow"); bools count as int64, as in numpy.
+
+    So three float32 scalars give float32 (numpy's arange gives float64), three uint8 ones uint64."""
+    dtypes = [_pytensor_number_dtype(a.data) if getattr(a, "weak", False) else a.dtype for a in args]
+    dtype = np.dtype(upcast(*dtypes))
+    if dtype.kind in "bi":
+        return "int64"
+    if dtype.kind == "u":
+        return "uint64"
+    return dtype.name
 
 
 def arange(start, stop=None, step=1, dtype=None):
-    """``numpy.arange``: ``arange(stop)``, ``arange(start, stop[, step])``; scalars or symbolic scalars."""
+    """``numpy.arange``: ``arange(stop)``, ``arange(start, stop[, step])``; scalars or symbolic scalars.
+    Without ``dtype``, PyTensor's (see _arange_dtype)."""
     if stop is None:
         start, stop = 0, start
     args = _arange_args(start, stop, step)

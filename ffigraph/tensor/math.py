@@ -8,7 +8,7 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c.interface import DelegatedCOp
-from ffigraph.scalar.basic import SCALAR_OPS, upcast, upgrade_to_float
+from ffigraph.scalar.basic import SCALAR_OPS, upcast
 from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
@@ -73,7 +73,9 @@ def _reduce_dtype(kind, dtype):
     if kind in ("all", "any"):
         return "bool"
     if kind == "mean":
-        return upgrade_to_float(d.name) if d.kind in "biu" else d.name
+        # PyTensor's mean: the int64/uint64 sum divided by a float64 count, so float64 for every
+        # bool and integer input (numpy's dtype too), whatever floatX
+        return "float64" if d.kind in "biu" else d.name
     return d.name  # max, min
 
 

@@ -16,6 +16,10 @@ DTYPE_RANGES = {
     "int64": RANGES, "int32": RANGES, "int8": RANGES, "uint8": [r for r in RANGES if min(r) >= 0],
     "float64": RANGES + FLOAT_RANGES, "float32": RANGES + FLOAT_RANGES,
 }
+# PyTensor's dtype of arange(a, b, c) without a dtype, for a, b, c all of one dtype: that dtype, but any
+# signed integer widened to int64 and unsigned to uint64 (numpy's arange would give float64 for float32)
+DEFAULT_DTYPE = {"int64": "int64", "int32": "int64", "int8": "int64", "uint8": "uint64",
+                 "float64": "float64", "float32": "float32"}
 
 
 def ran_in_c(f):
@@ -32,7 +36,7 @@ def ranges_function(mode):
     for dtype in DTYPE_RANGES:
         a, b, c = (T.tensor(dtype, (), name="%s_%s" % (n, dtype)) for n in "abc")
         out = T.arange(a, b, c)
-        assert out.dtype == np.result_type("int64", dtype).name and out.type.shape == (None,)
+        assert out.dtype == DEFAULT_DTYPE[dtype] and out.type.shape == (None,), (dtype, out.dtype)
         out = T.arange(a, b, c, dtype=dtype)
         syms += [a, b, c]
         outs.append(out)
@@ -56,34 +60,38 @@ def test_ranges(mode):
             args += values
         got = f(*args)
         for k, (dtype, rng, want, out) in enumerate(zip(dtypes, chosen, wants, outs)):
-            assert_matches(got[k], want, out.type, rtol=0, atol=0)
+            assert_matches(got[k], want, out.type, rtol=0, atol=0, dtype=dtype)
             n = got[len(outs) + k]
             assert int(n) == len(want), (dtype, rng, n)
 
 
 def test_constants_and_default_dtypes(mode):
+    """The default dtype is PyTensor's: the upcast of the arguments' dtypes, a Python number typed as
+    PyTensor types it (an int the smallest of int8..int64 holding it, a float float32 when that holds
+    it exactly), then signed integers widened to int64. numpy's answer gives the values only."""
     i, f32, i32 = T.lscalar("i"), T.fscalar("f"), T.iscalar("j")
     cases = [
-        (T.arange(5), np.arange(5)),
-        (T.arange(2, 9, 2), np.arange(2, 9, 2)),
-        (T.arange(1.5), np.arange(1.5)),
-        (T.arange(0, 1, 0.25), np.arange(0, 1, 0.25)),
-        (T.arange(10, 0, -3), np.arange(10, 0, -3)),
-        (T.arange(3, 1), np.arange(3, 1)),
-        (T.arange(i), np.arange(4)),
-        (T.arange(i, 10, 2.5), np.arange(4, 10, 2.5)),
-        (T.arange(i32), np.arange(np.int32(7))),
-        (T.arange(f32, 3), np.arange(np.float32(0.5), 3)),
-        (T.arange(0, i32, dtype="float32"), np.arange(0, 7, dtype="float32")),
-        (T.arange(5, dtype="int16"), np.arange(5, dtype="int16")),
+        (T.arange(5), np.arange(5), "int64"),
+        (T.arange(2, 9, 2), np.arange(2, 9, 2), "int64"),
+        (T.arange(1.5), np.arange(1.5), "float32"),             # 1.5 is a float32 to PyTensor
+        (T.arange(0, 1, 0.25), np.arange(0, 1, 0.25), "float32"),
+        (T.arange(0.5, 2, 0.1), np.arange(0.5, 2, 0.1), "float64"),   # 0.1 is not a float32
+        (T.arange(10, 0, -3), np.arange(10, 0, -3), "int64"),
+        (T.arange(3, 1), np.arange(3, 1), "int64"),
+        (T.arange(i), np.arange(4), "int64"),
+        (T.arange(i, 10, 2.5), np.arange(4, 10, 2.5), "float64"),   # int64 and float32: float64
+        (T.arange(i32), np.arange(np.int32(7)), "int64"),
+        (T.arange(f32, 3), np.arange(np.float32(0.5), 3), "float32"),   # (numpy's: float64)
+        (T.arange(0, i32, dtype="float32"), np.arange(0, 7, dtype="float32"), "float32"),
+        (T.arange(5, dtype="int16"), np.arange(5, dtype="int16"), "int16"),
     ]
-    assert [o.type.shape for o, _ in cases[:6]] == [(len(w),) for _, w in cases[:6]]
-    outs = [o for o, _ in cases]
+    assert [o.type.shape for o, _, _ in cases[:7]] == [(len(w),) for _, w, _ in cases[:7]]
+    outs = [o for o, _, _ in cases]
     f = function([i, f32, i32], outs, mode=mode, on_unused_input="ignore")
     got = f(4, np.float32(0.5), 7)
-    for g, (o, want) in zip(got, cases):
-        assert o.dtype == want.dtype.name, (o, o.dtype, want.dtype)
-        assert_matches(g, want, o.type, rtol=0, atol=0)
+    for g, (o, want, dtype) in zip(got, cases):
+        assert o.dtype == dtype, (o, o.dtype, dtype)
+        assert_matches(g, want, o.type, rtol=0, atol=0, dtype=dtype)
 
 
 def test_nan_and_inf(mode):

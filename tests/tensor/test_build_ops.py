@@ -87,7 +87,7 @@ def test_switch(kind, mode):
             out = T.switch(*symbolic_like(values))
             assert out.dtype == kind, (cond_dtype, shapes)
             assert out.ndim == max(len(s) for s in shapes), (cond_dtype, shapes)
-            cases.append(Case("%s,%s" % (cond_dtype, _id(shapes)), T.switch, _switch_ref(kind), values))
+            cases.append(Case("%s,%s" % (cond_dtype, _id(shapes)), T.switch, _switch_ref(kind), values, dtype=kind))
     check_cases(cases, mode)
 
 
@@ -104,7 +104,7 @@ def test_switch_mixed_dtypes_conditions_and_python_scalars(mode):
         values = _switch_values("bool", da, db, (3, 1), (4,), (3, 4))
         out_dtype = promoted(da, db)
         assert T.switch(*symbolic_like(values)).dtype == out_dtype
-        cases.append(Case("%s,%s" % (da, db), T.switch, _switch_ref(out_dtype), values))
+        cases.append(Case("%s,%s" % (da, db), T.switch, _switch_ref(out_dtype), values, dtype=out_dtype))
     # the condition's dtype does not promote
     c = T.lvector("c")
     a, b = T.tensor("int8", (None,)), T.tensor("int8", (None,))
@@ -112,12 +112,12 @@ def test_switch_mixed_dtypes_conditions_and_python_scalars(mode):
     assert T.switch(T.dvector(), T.fvector(), T.fvector()).dtype == "float32"
     cases.append(Case("int64-condition,int8", T.where, lambda c, a, b: np.array([-1, 2, 3, -4], dtype="int8"),
                       [np.array([0, -5, 7, 0], dtype="int64"), np.array([1, 2, 3, 4], dtype="int8"),
-                       np.array([-1, -2, -3, -4], dtype="int8")]))
+                       np.array([-1, -2, -3, -4], dtype="int8")], dtype="int8"))
     # a float condition follows numpy
     cond = np.array([0.0, -0.0, 0.5, np.nan, -np.inf])
     np.testing.assert_array_equal(np.where(cond, 1.0, 0.0), [0.0, 0.0, 1.0, 1.0, 1.0])
     cases.append(Case("float-condition", T.switch, lambda c, a, b: np.array([0.0, 0.0, 1.0, 1.0, 1.0]),
-                      [cond, np.ones(5), np.zeros(5)], rtol=0, atol=0))
+                      [cond, np.ones(5), np.zeros(5)], rtol=0, atol=0, dtype="float64"))
     # Python scalar branches
     c = T.tensor("bool", (None,))
     x = T.fvector("x")
@@ -128,13 +128,13 @@ def test_switch_mixed_dtypes_conditions_and_python_scalars(mode):
     xv = np.array([1.5, 2.5, np.nan, 4.0], dtype="float32")
     iv = np.array([7, 8, 9, 10], dtype="int32")
     cases += [Case("switch(c,x,0)", lambda c, x: T.switch(c, x, 0), lambda c, x: np.where(c, x, np.float32(0)),
-                   [cv, xv]),
+                   [cv, xv], dtype="float32"),
               Case("switch(c,1,i)", lambda c, i: T.switch(c, 1, i), lambda c, i: np.where(c, np.int32(1), i),
-                   [cv, iv]),
+                   [cv, iv], dtype="int32"),
               Case("where(c,x,-1.5)", lambda c, x: T.where(c, x, -1.5),
-                   lambda c, x: np.where(c, x, np.float32(-1.5)), [cv, xv]),
+                   lambda c, x: np.where(c, x, np.float32(-1.5)), [cv, xv], dtype="float32"),
               Case("switch(c,i,0.5)", lambda c, i: T.switch(c, i, 0.5),
-                   lambda c, i: np.where(c, i.astype("float64"), 0.5), [cv, iv])]
+                   lambda c, i: np.where(c, i.astype("float64"), 0.5), [cv, iv], dtype="float64")]
     check_cases(cases, mode)
 
 
@@ -178,7 +178,7 @@ def test_cast(kind, mode):
             assert out.dtype == dst, (src, shape)
             assert out.ndim == len(shape), (src, shape)
             cases.append(Case("%s,%s" % (src, _id(shape)), to_dst, lambda v: v.astype(dst),
-                              [_cast_source(src, dst, shape)]))
+                              [_cast_source(src, dst, shape)], dtype=dst))
     check_cases(cases, mode)
 
 
@@ -268,9 +268,10 @@ def test_clip_python_scalar_bounds(mode):
             assert sym.clip(lo, hi).dtype == out_dtype
             x = sample(dtype, shape, special=True)
             label = "%s,%s,%s,%s" % (dtype, lo, hi, _id(shape))
-            cases.append(Case(label, by_function, lambda v, lo=lo, hi=hi, d=out_dtype: _clip_ref(d)(v, lo, hi), [x]))
+            cases.append(Case(label, by_function, lambda v, lo=lo, hi=hi, d=out_dtype: _clip_ref(d)(v, lo, hi), [x],
+                              dtype=out_dtype))
             cases.append(Case(label + ",method", by_method,
-                              lambda v, lo=lo, hi=hi, d=out_dtype: _clip_ref(d)(v, lo, hi), [x]))
+                              lambda v, lo=lo, hi=hi, d=out_dtype: _clip_ref(d)(v, lo, hi), [x], dtype=out_dtype))
     f = check_cases(cases, mode)
     # each function group is followed by its method group, with the same cases: the outputs agree exactly
     groups = case_groups(cases)
@@ -302,12 +303,12 @@ def test_clip_tensor_bounds(mode):
             out_dtype = promoted(dx, dlo, dhi)
             assert T.clip(*symbolic_like([x, lo, hi])).dtype == out_dtype
             cases.append(Case("%s,%s" % (_id((dx, dlo, dhi)), _id((sx, slo, shi))), T.clip, _clip_ref(out_dtype),
-                              [x, lo, hi]))
+                              [x, lo, hi], dtype=out_dtype))
     # NaN stays NaN; with lo > hi the result is hi
     cases.append(Case("nan-and-inverted-bounds", T.clip,
                       lambda x, lo, hi: np.array([np.nan, 1.0, 0.0, 0.0, 1.0, 0.0]),
                       [np.array([np.nan, 5.0, -5.0, 0.5, np.inf, -np.inf]), np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]),
-                       np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])], rtol=0, atol=0))
+                       np.array([1.0, 1.0, 1.0, 0.0, 1.0, 1.0])], rtol=0, atol=0, dtype="float64"))
     check_cases(cases, mode)
 
 
@@ -327,7 +328,8 @@ def test_alloc_scalar_value_constant_sizes(mode):
             assert out.dtype == dtype
             assert out.type.shape == shape
             cases.append(Case("%s,%s" % (dtype, _id(shape)), builds[shape],
-                              lambda v, shape=shape, dtype=dtype: np.full(shape, v, dtype=dtype), [value]))
+                              lambda v, shape=shape, dtype=dtype: np.full(shape, v, dtype=dtype), [value],
+                              dtype=dtype))
     check_cases(cases, mode)
 
 
@@ -352,11 +354,11 @@ def test_alloc_symbolic_sizes(mode):
         row = sample(dtype, (1, 3), special=True)
         cases += [
             Case("%s,n,len" % dtype, _alloc_lead, lambda v, k: np.broadcast_to(v, (int(k), v.shape[0])),
-                 [value, np.int64(3)]),
+                 [value, np.int64(3)], dtype=dtype),
             Case("%s,0,2,len" % dtype, _alloc_lead_and_2, lambda v, k: np.broadcast_to(v, (int(k), 2, 4)),
-                 [value, np.int64(0)]),
+                 [value, np.int64(0)], dtype=dtype),
             Case("%s,row,int32" % dtype, _alloc_rows, lambda v, k: np.broadcast_to(v, (int(k), 3)),
-                 [row, np.int32(5)]),
+                 [row, np.int32(5)], dtype=dtype),
         ]
     check_cases(cases, mode)
 
@@ -370,9 +372,9 @@ def test_alloc_static_shape_and_python_values(mode):
     a, b, c = T.alloc(1.5, 2, 3), T.alloc(7, n), T.alloc(True, n, 2)
     assert (a.dtype, b.dtype, c.dtype) == ("float64", "int64", "bool")
     got = function([n], [a, b, c], mode=mode)(3)
-    assert_matches(got[0], np.full((2, 3), 1.5), a.type)
-    assert_matches(got[1], np.full(3, 7), b.type)
-    assert_matches(got[2], np.ones((3, 2), dtype=bool), c.type)
+    assert_matches(got[0], np.full((2, 3), 1.5), a.type, dtype="float64")
+    assert_matches(got[1], np.full(3, 7), b.type, dtype="int64")
+    assert_matches(got[2], np.ones((3, 2), dtype=bool), c.type, dtype="bool")
     assert T.alloc(np.float32(2), n).dtype == "float32"
     assert T.alloc(x, [2, 4]).type.shape == (2, 4)  # the sizes may come as one list
 
@@ -435,13 +437,15 @@ def test_zeros_like_ones_like(kind, mode):
             assert T.zeros_like(sym, dtype=like_dtype).dtype == out_dtype
             assert T.ones_like(sym).dtype == dtype
             label = "%s,%s" % (dtype, _id(shape))
-            cases += [Case(label + ",zeros", zeros, lambda v, d=out_dtype: np.zeros_like(v, dtype=d), [x], key="zeros"),
-                      Case(label + ",ones", ones, lambda v, d=out_dtype: np.ones_like(v, dtype=d), [x], key="ones")]
+            cases += [Case(label + ",zeros", zeros, lambda v, d=out_dtype: np.zeros_like(v, dtype=d), [x], key="zeros",
+                           dtype=out_dtype),
+                      Case(label + ",ones", ones, lambda v, d=out_dtype: np.ones_like(v, dtype=d), [x], key="ones",
+                           dtype=out_dtype)]
             if like_dtype is None:
                 assert T.zeros_like(sym).dtype == dtype
                 assert same_graph(T.zeros_like(sym), zeros(sym)) and same_graph(T.ones_like(sym), ones(sym))
-                cases += [Case(label + ",zeros_like(x)", T.zeros_like, np.zeros_like, [x], key="zeros"),
-                          Case(label + ",ones_like(x)", T.ones_like, np.ones_like, [x], key="ones")]
+                cases += [Case(label + ",zeros_like(x)", T.zeros_like, np.zeros_like, [x], key="zeros", dtype=dtype),
+                          Case(label + ",ones_like(x)", T.ones_like, np.ones_like, [x], key="ones", dtype=dtype)]
     check_cases(cases, mode)
 
 
@@ -451,7 +455,7 @@ ZEROS_ONES_SHAPES = [((2, 3), (2, 3)), ([4], (4,)), (5, (5,)), ((), ()), ((0, 2)
 def test_zeros_ones_constant_shapes(mode):
     """zeros and ones of every constant shape form, with every dtype (None: float64) and with the
     default dtype under floatX=float32, in one compiled function."""
-    outs, expected = [], []
+    outs, expected, dtypes = [], [], []
     for dtype in [None, "float64", "float32", "int64", "int32", "bool"]:
         out_dtype = dtype or "float64"
         for given, shape in ZEROS_ONES_SHAPES:
@@ -461,15 +465,17 @@ def test_zeros_ones_constant_shapes(mode):
                 assert out.type.shape == shape
                 outs.append(out)
                 expected.append(np_maker(shape, dtype=out_dtype))
+                dtypes.append(out_dtype)
     # the default dtype follows floatX
     with ffigraph.config.change_flags(floatX="float32"):
         z, o = T.zeros((2,)), T.ones(3)
     assert z.dtype == o.dtype == "float32"
     outs += [z, o]
     expected += [np.zeros(2, dtype="float32"), np.ones(3, dtype="float32")]
+    dtypes += ["float32", "float32"]
     got = function([], outs, mode=mode)()
-    for g, e, o in zip(got, expected, outs):
-        assert_matches(g, e, o.type)
+    for g, e, o, d in zip(got, expected, outs, dtypes):
+        assert_matches(g, e, o.type, dtype=d)
 
 
 def test_zeros_ones_symbolic_sizes(mode):
@@ -482,10 +488,10 @@ def test_zeros_ones_symbolic_sizes(mode):
         dtypes += [dtype] * 3
     got = function([n, x], outs, mode=mode)(2, np.ones((4, 5)))
     for g, e, o, d in zip(got, [np.zeros((2, 3)), np.ones((5, 2)), np.zeros(2)] * 3, outs, dtypes):
-        assert_matches(g, e.astype(d), o.type)
+        assert_matches(g, e.astype(d), o.type, dtype=d)
     got = function([n, x], outs, mode=mode)(0, np.ones((4, 0)))   # (the same graph: its library is reused)
     for g, e, o, d in zip(got, [np.zeros((0, 3)), np.ones((0, 0)), np.zeros(0)] * 3, outs, dtypes):
-        assert_matches(g, e.astype(d), o.type)
+        assert_matches(g, e.astype(d), o.type, dtype=d)
 
 
 def test_zeros_ones_from_a_symbolic_shape_vector(mode):
@@ -524,7 +530,8 @@ def test_concatenate(mode):
             values = [sample(dtype, s, rng=np.random.default_rng(20 + i), special=True) for i, s in enumerate(shapes)]
             out = T.concatenate(symbolic_like(values), axis=axis)
             assert out.dtype == dtype
-            cases.append(Case("%s,%s,%s" % (dtype, axis, _id(shapes)), build, _np_concatenate_on(axis), values))
+            cases.append(Case("%s,%s,%s" % (dtype, axis, _id(shapes)), build, _np_concatenate_on(axis), values,
+                              dtype=dtype))
     check_cases(cases, mode)
 
 
@@ -544,8 +551,9 @@ def test_concatenate_mixed_dtypes_upcast_like_numpy(mode):
             values = [sample(d, s, rng=np.random.default_rng(30 + i), low=0 if kind(d) == "u" else -3, special=True)
                       for i, (d, s) in enumerate(zip(dtypes, shapes))]
             out = T.concatenate(symbolic_like(values), axis=axis)
-            assert out.dtype == np.concatenate(values, axis=axis).dtype
-            cases.append(Case("%s,%s" % (_id(dtypes), axis), builds[axis], _np_concatenate_on(axis), values))
+            assert out.dtype == np.concatenate(values, axis=axis).dtype == promoted(*dtypes)
+            cases.append(Case("%s,%s" % (_id(dtypes), axis), builds[axis], _np_concatenate_on(axis), values,
+                              dtype=promoted(*dtypes)))
     check_cases(cases, mode)
 
 
@@ -614,7 +622,8 @@ def test_stack(kind, mode):
         out = T.stack(symbolic_like(values), axis=axis)
         assert out.dtype == kind
         assert out.ndim == len(shape) + 1
-        cases.append(Case("%s,%s,%s" % (axis, _id(shape), count), _stack_on(axis), _np_stack_on(axis), values))
+        cases.append(Case("%s,%s,%s" % (axis, _id(shape), count), _stack_on(axis), _np_stack_on(axis), values,
+                          dtype=kind))
     check_cases(cases, mode)
 
 
@@ -627,7 +636,7 @@ def test_stack_scalars_makes_a_vector(mode):
     ints = T.stack([i, i + 1, i * 3])
     assert ints.dtype == "int32"
     got, got_ints = function([s, t, i], [out, ints], mode=mode)(2.0, np.float32(0.25), 5)
-    assert_matches(got, np.array([2.0, 0.25, 4.0, 1.5]), out.type)
+    assert_matches(got, np.array([2.0, 0.25, 4.0, 1.5]), out.type, dtype="float64")
     np.testing.assert_array_equal(got_ints, np.array([5, 6, 15], dtype="int32"))
 
 
@@ -637,8 +646,8 @@ def test_stack_mixed_dtypes(mode):
     for dtypes in [("int32", "float32"), ("bool", "int64"), ("float32", "float64")]:
         values = [sample(d, (3,), rng=np.random.default_rng(50 + i), special=True) for i, d in enumerate(dtypes)]
         out = T.stack(symbolic_like(values), axis=1)
-        assert out.dtype == np.stack(values).dtype
-        cases.append(Case(_id(dtypes), _stack_on(1), _np_stack_on(1), values))
+        assert out.dtype == np.stack(values).dtype == promoted(*dtypes)
+        cases.append(Case(_id(dtypes), _stack_on(1), _np_stack_on(1), values, dtype=promoted(*dtypes)))
     check_cases(cases, mode)
 
 
@@ -677,7 +686,7 @@ def test_constants_from_values(kind, mode):
     """Every value of CONSTANT_VALUES converted by ``kind``, returned as it is and computed on, in one
     compiled function (the complex value only where it has C code: not under the 'c' linker)."""
     convert = CONVERTERS[kind]
-    consts, outs, expected = [], [], []
+    consts, outs, expected, dtypes = [], [], [], []
     for value, dtype, shape in CONSTANT_VALUES:
         c = convert(value)
         assert isinstance(c, T.TensorConstant)
@@ -691,11 +700,12 @@ def test_constants_from_values(kind, mode):
         consts.append(c)
         outs += [c, c + T.zeros_like(c)]
         expected.append(want)
+        dtypes.append(dtype)
     got = function([], outs, mode=mode)()
-    for k, (c, want) in enumerate(zip(consts, expected)):
+    for k, (c, want, dtype) in enumerate(zip(consts, expected, dtypes)):
         direct, computed = got[2 * k], got[2 * k + 1]
-        assert_matches(direct, want, c.type)
-        assert_matches(computed, want, c.type)
+        assert_matches(direct, want, c.type, dtype=dtype)
+        assert_matches(computed, want, c.type, dtype=dtype)   # x + zeros_like(x) keeps x's dtype
         assert direct.flags.writeable
 
 
@@ -761,37 +771,38 @@ def test_as_tensor_variable_of_variables(mode):
 
 
 def _recovery_cases():
-    """(label, inputs, output, bad arguments, exception, good arguments, numpy reference); each case
-    has its own input variables."""
+    """(label, inputs, output, bad arguments, exception, good arguments, numpy reference, output dtype);
+    each case has its own input variables."""
     cases = []
     c, a, b = T.tensor("bool", (None,)), T.dvector("a"), T.dvector("b")
     cases.append(("switch", [c, a, b], T.switch(c, a, b), (np.ones(2, bool), np.ones(3), np.ones(3)), ValueError,
                   (np.array([True, False, True]), np.arange(3.0), -np.arange(3.0)),
-                  lambda c, a, b: np.where(c, a, b)))
+                  lambda c, a, b: np.where(c, a, b), "float64"))
     x = T.fmatrix("x")
     cases.append(("cast", [x], T.cast(x, "int32"), (np.ones(3, "float32"),), TypeError,
-                  (np.array([[1.5, -2.5]], "float32"),), lambda x: x.astype("int32")))
+                  (np.array([[1.5, -2.5]], "float32"),), lambda x: x.astype("int32"), "int32"))
     a, lo = T.dvector("a"), T.dvector("lo")
     cases.append(("clip", [a, lo], T.clip(a, lo, 1.0), (np.ones(3), np.zeros(2)), ValueError,
-                  (np.array([-1.0, 0.5, 3.0]), np.zeros(3)), lambda a, lo: np.clip(a, lo, 1.0)))
+                  (np.array([-1.0, 0.5, 3.0]), np.zeros(3)), lambda a, lo: np.clip(a, lo, 1.0), "float64"))
     a, n = T.dvector("a"), T.lscalar("n")
     cases.append(("alloc-negative", [a, n], T.alloc(a, n, a.shape[0]), (np.ones(2), -3), ValueError,
-                  (np.arange(2.0), 3), lambda a, n: np.broadcast_to(a, (n, 2))))
+                  (np.arange(2.0), 3), lambda a, n: np.broadcast_to(a, (n, 2)), "float64"))
     a = T.dvector("a")
     cases.append(("alloc-value", [a], T.alloc(a, 2, 3), (np.ones(2),), ValueError,
-                  (np.arange(3.0),), lambda a: np.broadcast_to(a, (2, 3))))
+                  (np.arange(3.0),), lambda a: np.broadcast_to(a, (2, 3)), "float64"))
     n = T.lscalar("n")
     cases.append(("zeros", [n], T.zeros((n, 2), dtype="int32"), (-1,), ValueError,
-                  (2,), lambda n: np.zeros((n, 2), dtype="int32")))
+                  (2,), lambda n: np.zeros((n, 2), dtype="int32"), "int32"))
     x = T.fmatrix("x")
     cases.append(("ones_like", [x], T.ones_like(x, dtype="bool"), ("text",), TypeError,
-                  (np.ones((2, 1), "float32"),), lambda x: np.ones_like(x, dtype=bool)))
+                  (np.ones((2, 1), "float32"),), lambda x: np.ones_like(x, dtype=bool), "bool"))
     m1, m2 = T.dmatrix("m1"), T.imatrix("m2")
     cases.append(("concatenate", [m1, m2], T.concatenate([m1, m2], axis=0), (np.ones((1, 2)), np.ones((1, 3), "int32")),
-                  ValueError, (np.ones((1, 2)), np.full((2, 2), 3, "int32")), lambda p, q: np.concatenate([p, q])))
+                  ValueError, (np.ones((1, 2)), np.full((2, 2), 3, "int32")), lambda p, q: np.concatenate([p, q]),
+                  "float64"))
     a, b = T.dvector("a"), T.dvector("b")
     cases.append(("stack", [a, b], T.stack([a, b]), (np.ones(2), np.ones(4)), ValueError,
-                  (np.arange(2.0), np.ones(2)), lambda a, b: np.stack([a, b])))
+                  (np.arange(2.0), np.ones(2)), lambda a, b: np.stack([a, b]), "float64"))
     return cases
 
 
@@ -805,12 +816,12 @@ def test_functions_keep_working_after_an_error(mode):
     good = [v for case in cases for v in case[5]]
     expected = [case[6](*case[5]) for case in cases]
     for _ in range(2):
-        for k, (label, _, _, bad, exc, _, _) in enumerate(cases):
+        for k, (label, _, _, bad, exc, _, _, _) in enumerate(cases):
             args = [v for j, case in enumerate(cases) for v in (bad if j == k else case[5])]
             with pytest.raises(exc):
                 f(*args)
             for got, want, case in zip(f(*good), expected, cases):
                 try:
-                    assert_matches(got, want, case[2].type)
+                    assert_matches(got, want, case[2].type, dtype=case[7])
                 except AssertionError as err:
                     raise AssertionError("case %s, after the error of %s: %s" % (case[0], label, err)) from None

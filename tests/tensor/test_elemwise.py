@@ -12,6 +12,7 @@ import operator
 import numpy as np
 import pytest
 
+import ffigraph
 import ffigraph.tensor as T
 from ffigraph import function
 from helpers import ALL_DTYPES, Case, assert_matches, check, check_cases, sample
@@ -30,6 +31,8 @@ def upgrade_to_float(dtype):
 
 def expected_dtype(rule, dtypes):
     promoted = np.result_type(*[np.dtype(d) for d in dtypes]).name
+    if rule == "div":   # PyTensor's TrueDiv: integers and bools only give floatX (float64 by default)
+        return "float64" if all(kind(d) in "biu" for d in dtypes) else upgrade_to_float(promoted)
     if rule == "float":
         return upgrade_to_float(promoted)
     if rule == "bool":
@@ -90,7 +93,7 @@ BINARY = {
     "add": (T.add, np.add, "biuf", "numpy"),
     "sub": (T.sub, np.subtract, "iuf", "numpy"),
     "mul": (T.mul, np.multiply, "biuf", "numpy"),
-    "true_div": (T.true_div, np.true_divide, "biuf", "float"),
+    "true_div": (T.true_div, np.true_divide, "biuf", "div"),
     "int_div": (T.int_div, np.floor_divide, "iuf", "numpy"),
     "mod": (T.mod, np.mod, "iuf", "numpy"),
     "pow": (T.pow, np.power, "iuf", "numpy"),
@@ -159,7 +162,8 @@ def test_unary(name, mode):
             sym = T.tensor(dtype, (None,) * len(shape))
             assert fn(sym).dtype == out_dtype, (dtype, shape)
             assert fn(sym).ndim == len(shape), (dtype, shape)
-            cases.append(Case("%s,%s" % (dtype, _id(shape)), fn, ref, [sample(dtype, shape, special=True)]))
+            cases.append(Case("%s,%s" % (dtype, _id(shape)), fn, ref, [sample(dtype, shape, special=True)],
+                              dtype=out_dtype))
     check_cases(cases, mode)
 
 
@@ -296,7 +300,7 @@ def binary_values(name, da, db, sa, sb):
 def binary_ref(name, da, db):
     _, ufunc, _, rule = BINARY[name]
     out = expected_dtype(rule, [da, db])
-    compute_in = out if rule == "float" else np.result_type(np.dtype(da), np.dtype(db)).name
+    compute_in = out if rule in ("float", "div") else np.result_type(np.dtype(da), np.dtype(db)).name
 
     def run(a, b):
         # cast first so numpy 1.x's value-based casting of 0-d arrays plays no part
@@ -313,7 +317,7 @@ def _binary_case(name, da, db, sa, sb):
     sym = fn(T.tensor(da, (None,) * len(sa)), T.tensor(db, (None,) * len(sb)))
     assert sym.dtype == out_dtype
     assert sym.ndim == max(len(sa), len(sb))
-    return Case("%s,%s,%s,%s" % (da, db, _id(sa), _id(sb)), fn, ref, [a, b])
+    return Case("%s,%s,%s,%s" % (da, db, _id(sa), _id(sb)), fn, ref, [a, b], dtype=out_dtype)
 
 
 BCAST_DTYPES = ("float64", "float32", "int32", "bool")
@@ -363,8 +367,15 @@ def test_binary_out_dtypes():
     assert (T.tensor("bool", (None,)) + T.ivector()).dtype == "int32"
     assert (T.tensor("bool", (None,)) * T.tensor("bool", (None,))).dtype == "bool"
     assert (T.ivector() * T.lvector()).dtype == "int64"
-    assert T.true_div(T.bvector(), T.bvector()).dtype == "float32"
+    # PyTensor's TrueDiv: integers and bools only give floatX, whatever their width
+    assert T.true_div(T.bvector(), T.bvector()).dtype == "float64"
+    assert T.true_div(T.tensor("bool", (None,)), T.tensor("uint16", (None,))).dtype == "float64"
     assert T.true_div(T.ivector(), T.ivector()).dtype == "float64"
+    with ffigraph.config.change_flags(floatX="float32"):
+        assert T.true_div(T.lvector(), T.ivector()).dtype == "float32"
+        assert (T.tensor("int16", (None,)) / 2).dtype == "float32"
+        assert T.true_div(T.ivector(), T.fvector()).dtype == "float64"   # a float operand: upcast, no floatX
+    assert T.true_div(T.bvector(), T.fvector()).dtype == "float32"
     assert T.true_div(T.ivector(), T.fvector()).dtype == "float64"
     assert T.true_div(T.fvector(), T.fvector()).dtype == "float32"
     assert T.int_div(T.fvector(), T.fvector()).dtype == "float32"
@@ -476,8 +487,8 @@ def test_python_operators_match_functions(op, fn, dtype, mode):
     assert by_op.dtype == by_fn.dtype
     assert by_op.owner.op == by_fn.owner.op
     r_op, r_fn = function([x, y], [by_op, by_fn], mode=mode)(a, b)
-    ref, _ = binary_ref(name, dtype, dtype)
-    assert_matches(r_op, ref(a, b), by_op.type)
+    ref, out_dtype = binary_ref(name, dtype, dtype)
+    assert_matches(r_op, ref(a, b), by_op.type, dtype=out_dtype)
     np.testing.assert_array_equal(r_op, r_fn)
 
 
@@ -501,7 +512,7 @@ def test_unary_operators_match_functions(dtype, mode):
             ~x
     got = function([x], outs, mode=mode)(v)
     for i, ref in enumerate(refs):
-        assert_matches(got[2 * i], ref, outs[2 * i].type)
+        assert_matches(got[2 * i], ref, outs[2 * i].type, dtype=dtype)   # abs, neg and invert keep the dtype
         np.testing.assert_array_equal(got[2 * i], got[2 * i + 1])
 
 
@@ -522,7 +533,7 @@ WEAK_CASES = [
     ("7 // x i", lambda x: 7 // (abs(x) + 1), "int32", "int32", lambda v: np.int32(7) // (np.abs(v) + 1)),
     ("x % 2 i", lambda x: x % 2, "int32", "int32", lambda v: np.mod(v, np.int32(2))),
     ("x / 2 i", lambda x: x / 2, "int32", "float64", lambda v: v / 2.0),
-    ("x / 2 w", lambda x: x / 2, "int16", "float32", lambda v: v.astype("float32") / np.float32(2)),
+    ("x / 2 w", lambda x: x / 2, "int16", "float64", lambda v: v.astype("float64") / 2.0),
     ("x + 1 b", lambda x: x + 1, "int8", "int8", lambda v: v + np.int8(1)),
     ("x > 1.5 i", lambda x: x > 1.5, "int32", "bool", lambda v: v > 1.5),
     ("x == 2.0 i", lambda x: T.eq(x, 2.0), "int32", "bool", lambda v: v == 2),
@@ -544,7 +555,8 @@ def test_weak_python_scalars(shape, mode):
         out = build(T.tensor(dtype, (None,) * len(shape)))
         assert out.dtype == out_dtype, label
         assert out.ndim == len(shape), label
-        cases.append(Case(label, build, lambda v, ref=ref: np.asarray(ref(v)), [sample(dtype, shape)]))
+        cases.append(Case(label, build, lambda v, ref=ref: np.asarray(ref(v)), [sample(dtype, shape)],
+                          dtype=out_dtype))
     check_cases(cases, mode)
 
 
@@ -617,4 +629,4 @@ def test_static_shapes_propagate(mode):
 def test_broadcast_zero_length_against_one(sa, sb, mode):
     # numpy broadcasts a length-1 axis against a length-0 one to length 0
     a, b = sample("float64", sa), sample("float64", sb)
-    check(T.add, np.add, [a, b], mode)
+    check(T.add, np.add, [a, b], mode, dtype="float64")

@@ -56,7 +56,7 @@ def check_cases(mode, groups, special=True, layouts=LAYOUTS):
     """One function computing inc and set for every case of every group (cases, x dtype, y dtype or
     None for x's); compared with numpy on each layout. Each group draws its values from its own
     generator, so a group's values do not depend on what else is batched with it."""
-    values, syms, outs, refs = [], [], [], []
+    values, syms, outs, refs, dtypes = [], [], [], [], []
     for cases, xdtype, ydtype in groups:
         ydtype = ydtype or xdtype
         rng = np.random.default_rng(1)
@@ -73,13 +73,14 @@ def check_cases(mode, groups, special=True, layouts=LAYOUTS):
                 outs.append(fn(x[idx] if idx != () else x, y))
                 with np.errstate(all="ignore"):
                     refs.append(numpy_inc(xv, idx, yv, set_))
+                dtypes.append(xdtype)   # the result keeps x's dtype (y is cast to it)
     f = function(syms, outs, mode=mode)
     ran_in_c(f)
     for layout in layouts:
         args = [relayout(v, layout) for v in values]
         got = f(*args)
-        for g, want, out in zip(got, refs, outs):
-            assert_matches(g, want, out.type)
+        for g, want, out, dtype in zip(got, refs, outs, dtypes):
+            assert_matches(g, want, out.type, dtype=dtype)
         for a, v in zip(args, values):   # the inputs are untouched, the outputs are fresh
             np.testing.assert_array_equal(a, v)
             assert not any(np.shares_memory(a, g) for g in got if a.size and g.size)
@@ -127,7 +128,8 @@ def test_symbolic_index_sweep(mode):
                     for yv in (np.arange(n, dtype="float64") + 0.5, np.array([7.25])):
                         got = f(relayout(xv, "reversed"), yv, start, stop, step, col)
                         for set_, g, out in zip((False, True), got, outs):
-                            assert_matches(g, numpy_inc(xv, (slice(start, stop, step), col), yv, set_), out.type)
+                            assert_matches(g, numpy_inc(xv, (slice(start, stop, step), col), yv, set_), out.type,
+                                           dtype="float64")
 
 
 def test_symbolic_3d_index(mode):
@@ -139,7 +141,7 @@ def test_symbolic_3d_index(mode):
     for iv, jv in ((0, 1), (-1, -1), (2, 3), (-3, -2)):
         for lx in LAYOUTS:
             got = f(relayout(xv, lx), relayout(yv, lx), iv, jv)
-            assert_matches(got, numpy_inc(xv, (iv, slice(None, None, jv)), yv, False), out.type)
+            assert_matches(got, numpy_inc(xv, (iv, slice(None, None, jv)), yv, False), out.type, dtype="float64")
 
 
 def test_whole_array_when_not_indexed(mode):
@@ -156,8 +158,9 @@ def test_whole_array_when_not_indexed(mode):
     with np.errstate(all="ignore"):
         want = [xv + yv, np.broadcast_to(yv, (3, 4)), xv + 2.5, np.full((3, 4), 7.0), np.exp(xv) + yv,
                 np.full((3, 4), 7, dtype="int32"), np.array(10, dtype="int32")]
-    for g, w, o in zip(got, want, outs):
-        assert_matches(g, w, o.type)
+    dtypes = ["float64"] * 5 + ["int32"] * 2   # x's dtype: dmatrix, then imatrix and iscalar
+    for g, w, o, dtype in zip(got, want, outs, dtypes):
+        assert_matches(g, w, o.type, dtype=dtype)
 
 
 def test_0d_inputs(mode):
@@ -170,7 +173,7 @@ def test_0d_inputs(mode):
     got = f(np.array(1.5), np.array(np.float32(-0.25)), mv, 0)
     want = [np.array(1.25), np.array(-0.25), numpy_inc(mv, (0, -1), 1.5, False), numpy_inc(mv, (1, 0), -0.25, True)]
     for g, w, o in zip(got, want, outs):
-        assert_matches(g, w, o.type)
+        assert_matches(g, w, o.type, dtype="float64")   # x's dtype (a float32 y is cast to it)
 
 
 def test_integer_sums_wrap_and_bool_sums_are_or(mode):
@@ -185,6 +188,7 @@ def test_integer_sums_wrap_and_bool_sums_are_or(mode):
         np.testing.assert_array_equal(got[0], [[np.int32(big) + np.int32(1), np.int32(big) + np.int32(big)],
                                                [big, big]])
     np.testing.assert_array_equal(got[1], [True, False, True])
+    assert got[0].dtype == np.int32 and got[1].dtype == np.bool_
 
 
 # ------------------------------------------------------------------ errors at run time

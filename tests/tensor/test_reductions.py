@@ -29,7 +29,7 @@ REAL_DTYPES = SIGNED + UNSIGNED + FLOATS
 
 
 def expected_dtype(kind, dtype):
-    """The output dtype the spec gives for reduction ``kind`` of a ``dtype`` input."""
+    """The output dtype PyTensor gives for reduction ``kind`` of a ``dtype`` input."""
     if kind in ("sum", "prod"):
         if dtype in SIGNED:
             return "int64"
@@ -41,9 +41,8 @@ def expected_dtype(kind, dtype):
     if kind in ARG_KINDS:
         return "int64"
     if kind == "mean":
-        if dtype in ("bool", "int8", "int16", "uint8", "uint16"):
-            return "float32"
-        if dtype in ("int32", "int64", "uint32", "uint64"):
+        # the int64/uint64 sum over a float64 count: float64 for every bool and int (floatX or not)
+        if dtype in SIGNED + UNSIGNED:
             return "float64"
         return dtype
     return dtype  # max, min
@@ -112,7 +111,7 @@ def _label(*parts):
 def _case(kind, dtype, axis, keepdims, x, *label):
     """The case of ``kind`` over ``axis`` of ``x`` (of ``dtype``), labelled by its parameters."""
     return Case(_label(dtype, axis, keepdims, *label), _build(kind, axis, keepdims, dtype),
-                _ref(kind, axis, keepdims), [x])
+                _ref(kind, axis, keepdims), [x], dtype=expected_dtype(kind, dtype))
 
 
 # ------------------------------------------------------------------ the main grid
@@ -164,11 +163,12 @@ def _method(kind, *args, **kw):
 @pytest.mark.parametrize("kind", KINDS + ARG_KINDS)
 def test_reduce_methods(kind, mode):
     x = values_for(kind, "float64", (3, 4, 2))
+    want = expected_dtype(kind, "float64")
     cases = [Case(_label(axis, keepdims), _method(kind, axis=axis, keepdims=keepdims),
-                  _ref(kind, axis, keepdims), [x])
+                  _ref(kind, axis, keepdims), [x], dtype=want)
              for axis, keepdims in ((None, False), (1, False), (-1, True), ((0, 2), False), ((0, 2), True))]
     # positional axis as in numpy
-    cases.append(Case("positional 1", _method(kind, 1), _ref(kind, 1, False), [x]))
+    cases.append(Case("positional 1", _method(kind, 1), _ref(kind, 1, False), [x], dtype=want))
     check_cases(cases, mode)
 
 
@@ -176,10 +176,12 @@ def test_reduce_methods(kind, mode):
 def test_axis_as_list_and_numpy_ints(kind, mode):
     x = values_for(kind, "float64", (3, 4, 2))
     fn = getattr(T, kind)
+    want = expected_dtype(kind, "float64")
     check_cases([
-        Case("[2, 0]", lambda v: fn(v, axis=[2, 0]), _ref(kind, (0, 2), False), [x]),
-        Case("int64(-2)", lambda v: fn(v, axis=np.int64(-2)), _ref(kind, 1, False), [x]),
-        Case("(int32(0), 1)", lambda v: fn(v, axis=(np.int32(0), 1), keepdims=True), _ref(kind, (0, 1), True), [x]),
+        Case("[2, 0]", lambda v: fn(v, axis=[2, 0]), _ref(kind, (0, 2), False), [x], dtype=want),
+        Case("int64(-2)", lambda v: fn(v, axis=np.int64(-2)), _ref(kind, 1, False), [x], dtype=want),
+        Case("(int32(0), 1)", lambda v: fn(v, axis=(np.int32(0), 1), keepdims=True), _ref(kind, (0, 1), True), [x],
+             dtype=want),
     ], mode)
 
 
@@ -187,7 +189,8 @@ def test_axis_as_list_and_numpy_ints(kind, mode):
 def test_reduce_4d_many_axes(kind, mode):
     x = values_for(kind, "float64", (2, 3, 2, 3), special=False)
     fn = getattr(T, kind)
-    check_cases([Case(_label(axis), lambda v, axis=axis: fn(v, axis=axis, keepdims=True), _ref(kind, axis, True), [x])
+    check_cases([Case(_label(axis), lambda v, axis=axis: fn(v, axis=axis, keepdims=True), _ref(kind, axis, True), [x],
+                      dtype=expected_dtype(kind, "float64"))
                  for axis in ((1, 3), (0, 2, 3), (-4, -1))], mode)
 
 
@@ -199,7 +202,7 @@ def test_argreduce_several_axes_c_order(kind, mode):
     fn = getattr(T, kind)
     axes_list = ((1, 3), (0, 2), (0, 1, 2, 3), (3, 1))
     cases = [Case(_label(axis), lambda v, axis=axis: fn(v, axis=axis),
-                  lambda a, axis=axis: np_arg(kind, a, axis, False), [x]) for axis in axes_list]
+                  lambda a, axis=axis: np_arg(kind, a, axis, False), [x], dtype="int64") for axis in axes_list]
     outputs = caller(check_cases(cases, mode), cases).many()
     for axis, case in zip(axes_list, cases):
         got = outputs[case.label]
@@ -262,11 +265,11 @@ def test_reduce_explicit_dtype(kind, mode):
             continue
         x = values_for(kind, in_dtype, (3, 5), special=False)
         cases.append(Case(_label(in_dtype, out_dtype, 1), _explicit_dtype_build(kind, out_dtype),
-                          _ref(kind, 1, False, dtype=out_dtype), [x]))
+                          _ref(kind, 1, False, dtype=out_dtype), [x], dtype=out_dtype))
         cases.append(Case(_label(in_dtype, out_dtype, None),
                           _method(kind, dtype=out_dtype) if kind != "mean"
                           else lambda v, out_dtype=out_dtype: T.mean(v, dtype=out_dtype),
-                          _ref(kind, None, False, dtype=out_dtype), [x]))
+                          _ref(kind, None, False, dtype=out_dtype), [x], dtype=out_dtype))
     check_cases(cases, mode)
 
 
@@ -279,10 +282,10 @@ def _sum_uint64(v):
 def test_sum_dtype_accumulates_in_that_dtype(mode):
     # int8 values whose sum overflows int8 but not int64: default dtype is int64
     x = np.full((300,), 100, dtype="int8")
-    check_cases([Case("int8", lambda v: T.sum(v), lambda a: np.sum(a, dtype="int64"), [x]),
+    check_cases([Case("int8", lambda v: T.sum(v), lambda a: np.sum(a, dtype="int64"), [x], dtype="int64"),
                  # uint8 sums in uint64: the expectation spelled out, independently of numpy
                  Case("uint8", _sum_uint64, lambda a: np.asarray(2000, dtype="uint64"),
-                      [np.full((10,), 200, dtype="uint8")])], mode)
+                      [np.full((10,), 200, dtype="uint8")], dtype="uint64")], mode)
 
 
 # ------------------------------------------------------------------ empty and special values
@@ -423,7 +426,8 @@ def test_dot_same_dtype(mode):
     """Every pair of DOT_SHAPES for every float and int dtype, in one compiled function (pairs of the
     same dtype and ndims share a node)."""
     check_cases([Case(_label(dtype, xs, ys), _dot_build(dtype, len(xs) + len(ys) - 2), np.dot,
-                      [sample(dtype, xs), sample(dtype, ys, rng=np.random.default_rng(1))], **_dot_tol(dtype))
+                      [sample(dtype, xs), sample(dtype, ys, rng=np.random.default_rng(1))], **_dot_tol(dtype),
+                      dtype=dtype)
                  for dtype in FLOAT_DTYPES + INT_DTYPES for xs, ys in DOT_SHAPES], mode)
 
 
@@ -434,21 +438,23 @@ def test_dot_mixed_dtypes(mode):
                    ("int32", "int64"), ("int64", "float64"), ("bool", "float64"), ("int32", "int32")]:
         for xs, ys in (((3, 4), (4, 2)), ((4,), (4,)), ((3, 4), (4,)), ((4,), (4, 2))):
             a, b = sample(dx, xs), sample(dy, ys, rng=np.random.default_rng(2))
-            want = np.result_type(a.dtype, b.dtype).name
-            cases.append(Case(_label(dx, dy, xs, ys), _dot_build(want, None), np.dot, [a, b], **_dot_tol(dx, dy)))
+            want = np.result_type(dx, dy).name   # the promoted dtype of the operands, as PyTensor's upcast
+            cases.append(Case(_label(dx, dy, xs, ys), _dot_build(want, None), np.dot, [a, b], **_dot_tol(dx, dy),
+                              dtype=want))
     check_cases(cases, mode)
 
 
 def test_dot_with_special_values(mode):
     a = np.array([[1.0, np.inf], [0.0, 2.0], [np.nan, 1.0]])
     b = np.array([[0.0, 1.0], [3.0, -np.inf]])
-    check(T.dot, np.dot, [a, b], mode)
+    check(T.dot, np.dot, [a, b], mode, dtype="float64")
 
 
 def test_dot_empty(mode):
     """Every empty pair of shapes for three dtypes, in one compiled function (pairs of the same
     dtype and ndims share a node)."""
-    cases = [Case(_label(dtype, xs, ys), T.dot, np.dot, [np.zeros(xs, dtype=dtype), np.zeros(ys, dtype=dtype)])
+    cases = [Case(_label(dtype, xs, ys), T.dot, np.dot, [np.zeros(xs, dtype=dtype), np.zeros(ys, dtype=dtype)],
+                  dtype=dtype)
              for dtype in ["float64", "int64", "float32"]
              for xs, ys in [((3, 0), (0, 4)), ((0,), (0,)), ((3, 0), (0,)), ((0,), (0, 2)), ((0, 3), (3, 2)),
                             ((2, 3), (3, 0))]]
@@ -466,7 +472,7 @@ def test_dot_scalar_operand_multiplies(mode):
         s = np.asarray(2.5 if dtype.startswith("float") else 3, dtype=dtype)
         m = sample(dtype, (3, 4))
         v = sample(dtype, (5,))
-        cases += [Case(_label(dtype, k), _dot_build(dtype, None), np.dot, args)
+        cases += [Case(_label(dtype, k), _dot_build(dtype, None), np.dot, args, dtype=dtype)
                   for k, args in enumerate(([s, m], [m, s], [v, s], [s, s]))]
     check_cases(cases, mode)
 
@@ -474,13 +480,13 @@ def test_dot_scalar_operand_multiplies(mode):
 def test_dot_methods_and_matmul(mode):
     a, b, v = sample("float64", (3, 4)), sample("float64", (4, 2)), sample("float64", (4,))
     check_cases([
-        Case("x.dot(y)", lambda x, y: x.dot(y), np.dot, [a, b]),
-        Case("x @ y", lambda x, y: x @ y, lambda p, q: p @ q, [a, b]),
-        Case("x @ v", lambda x, y: x @ y, lambda p, q: p @ q, [a, v]),
-        Case("v @ x.T", lambda x, y: y @ x.T, lambda p, q: q @ p.T, [a, v]),
-        Case("v.dot(v)", lambda x, y: y.dot(y), lambda p, q: q.dot(q), [a, v]),
+        Case("x.dot(y)", lambda x, y: x.dot(y), np.dot, [a, b], dtype="float64"),
+        Case("x @ y", lambda x, y: x @ y, lambda p, q: p @ q, [a, b], dtype="float64"),
+        Case("x @ v", lambda x, y: x @ y, lambda p, q: p @ q, [a, v], dtype="float64"),
+        Case("v @ x.T", lambda x, y: y @ x.T, lambda p, q: q @ p.T, [a, v], dtype="float64"),
+        Case("v.dot(v)", lambda x, y: y.dot(y), lambda p, q: q.dot(q), [a, v], dtype="float64"),
         # a Python list on the left goes through __rmatmul__
-        Case("list @ x", lambda x: [1.0, 2.0, 3.0] @ x, lambda p: np.array([1.0, 2.0, 3.0]) @ p, [a]),
+        Case("list @ x", lambda x: [1.0, 2.0, 3.0] @ x, lambda p: np.array([1.0, 2.0, 3.0]) @ p, [a], dtype="float64"),
     ], mode)
 
 
@@ -525,7 +531,7 @@ def test_reduction_of_dot_and_layouts(mode):
     # a small composite graph: reductions of a product, on every layout
     a, b = sample("float64", (4, 3), special=False), sample("float64", (3, 5), rng=np.random.default_rng(7))
     check(lambda x, y: T.dot(x, y).sum(axis=0) + T.max(x, axis=1).mean(),
-          lambda p, q: np.dot(p, q).sum(axis=0) + np.max(p, axis=1).mean(), [a, b], mode)
+          lambda p, q: np.dot(p, q).sum(axis=0) + np.max(p, axis=1).mean(), [a, b], mode, dtype="float64")
 
 
 def test_reduce_output_does_not_alias_input(mode):
@@ -541,7 +547,7 @@ def test_reduce_output_does_not_alias_input(mode):
         befores = [inp.copy() for inp in inps]
         got = f(*inps)
         for out, sym, inp, before in zip(got, outs, inps, befores):
-            assert_matches(out, v, sym.type)
+            assert_matches(out, v, sym.type, dtype="float64")
             assert not np.shares_memory(out, inp)
             out[...] = 123.0
             np.testing.assert_array_equal(inp, before)

@@ -57,7 +57,7 @@ def _transpose_cases(name, dtype):
 @pytest.mark.parametrize("name", ["T.transpose", "x.transpose(axes)", "x.transpose(*axes)", "x.T"])
 def test_transpose(name, mode):
     """One way of writing a transpose, every axes and dtype, in one compiled function."""
-    cases = [Case("%s,%s" % (dtype, label), build, ref, [value])
+    cases = [Case("%s,%s" % (dtype, label), build, ref, [value], dtype=dtype)
              for dtype in ALL_DTYPES for label, build, ref, value in _transpose_cases(name, dtype)]
     check_cases(cases, mode)
 
@@ -92,23 +92,23 @@ def test_dimshuffle_insert_and_permute(name, mode):
             else:
                 build = lambda v, pattern=pattern: v.dimshuffle(pattern)    # noqa: E731
             assert build(T.tensor(dtype, (None, None))).type.shape == _static_shape(pattern)
-            cases.append(Case("%s,%s" % (dtype, pattern), build, ref, [m]))
+            cases.append(Case("%s,%s" % (dtype, pattern), build, ref, [m], dtype=dtype))
         if spread:
             v = sample(dtype, (5,))
-            cases.append(Case(dtype + ",x0", lambda t: t.dimshuffle("x", 0), lambda a: a[None], [v]))
-            cases.append(Case(dtype + ",0x", lambda t: t.dimshuffle(0, "x"), lambda a: a[:, None], [v]))
+            cases.append(Case(dtype + ",x0", lambda t: t.dimshuffle("x", 0), lambda a: a[None], [v], dtype=dtype))
+            cases.append(Case(dtype + ",0x", lambda t: t.dimshuffle(0, "x"), lambda a: a[:, None], [v], dtype=dtype))
     if spread:   # of a 0-d input (was test_dimshuffle_of_0d)
         s = np.asarray(3.0)
-        cases += [Case("0d,x", lambda t: t.dimshuffle("x"), lambda a: a[None], [s]),
-                  Case("0d,xx", lambda t: t.dimshuffle("x", "x"), lambda a: a[None, None], [s]),
-                  Case("0d,()", lambda t: t.dimshuffle(), lambda a: a, [s])]
+        cases += [Case("0d,x", lambda t: t.dimshuffle("x"), lambda a: a[None], [s], dtype="float64"),
+                  Case("0d,xx", lambda t: t.dimshuffle("x", "x"), lambda a: a[None, None], [s], dtype="float64"),
+                  Case("0d,()", lambda t: t.dimshuffle(), lambda a: a, [s], dtype="float64")]
     check_cases(cases, mode)
 
 
 def test_dimshuffle_drop_broadcastable_axis(mode):
     """Inputs of static shape (1, None) and (None, 1, None), every dtype, in one compiled function
     whose outputs are the results and their infer_shape."""
-    inputs, values, outs, wants, shapes = [], [], [], [], []
+    inputs, values, outs, wants, shapes, dtypes = [], [], [], [], [], []
     for dtype in ALL_DTYPES:
         x = T.tensor(dtype, (1, None))
         value = sample(dtype, (1, 5), special=True)
@@ -117,20 +117,22 @@ def test_dimshuffle_drop_broadcastable_axis(mode):
             assert out.type.shape == _static_shape(pattern)
             outs.append(out)
             wants.append(ref(value))
+            dtypes.append(dtype)
             shapes.append(list(T.inferred_shape(out)))
         # 3-d, dropping the middle axis and permuting the rest
         y = T.tensor(dtype, (None, 1, None))
         v3 = sample(dtype, (3, 1, 4))
         outs.append(y.dimshuffle(2, 0))
         wants.append(v3[:, 0, :].T)
+        dtypes.append(dtype)
         shapes.append(list(T.inferred_shape(outs[-1])))
         inputs += [x, y]
         values += [value, v3]
     f = function(inputs, outs + [s for shape in shapes for s in shape], mode=mode)
     for layout in LAYOUTS:
         got = f(*[relayout(v, layout) for v in values])
-        for g, out, want in zip(got, outs, wants):
-            assert_matches(g, want, out.type)
+        for g, out, want, dtype in zip(got, outs, wants, dtypes):
+            assert_matches(g, want, out.type, dtype=dtype)
         inferred = iter(got[len(outs):])
         for shape, want in zip(shapes, wants):
             assert tuple(int(next(inferred)) for _ in shape) == want.shape
@@ -183,7 +185,8 @@ def test_reshape_with_ints(name, mode):
     cases = []
     for dtype in ALL_DTYPES:
         x = sample(dtype, (3, 4), special=True)
-        cases += [Case("%s,%s" % (dtype, label), build, ref, [x]) for label, build, ref in _reshape_builds(name)]
+        cases += [Case("%s,%s" % (dtype, label), build, ref, [x], dtype=dtype)
+                  for label, build, ref in _reshape_builds(name)]
         # static shape of a reshape to constant sizes
         out = T.tensor(dtype, (None, None)).reshape((2, -1, 3))
         assert out.type.shape[0] == 2 and out.type.shape[2] == 3 and out.ndim == 3
@@ -193,13 +196,14 @@ def test_reshape_with_ints(name, mode):
 def test_reshape_empty_and_0d(mode):
     """To and from 0-d (was test_reshape_to_and_from_0d) and empty arrays (test_reshape_empty)."""
     s = np.asarray(4.0)
-    cases = [Case("[[7.5]]->()", lambda v: v.reshape(()), lambda a: a.reshape(()), [np.array([[7.5]])]),
-             Case("0d->(1,)", lambda v: v.reshape((1,)), lambda a: a.reshape(1), [s]),
-             Case("0d->(1,-1)", lambda v: v.reshape((1, -1)), lambda a: a.reshape(1, -1), [s])]
+    cases = [Case("[[7.5]]->()", lambda v: v.reshape(()), lambda a: a.reshape(()), [np.array([[7.5]])],
+                  dtype="float64"),
+             Case("0d->(1,)", lambda v: v.reshape((1,)), lambda a: a.reshape(1), [s], dtype="float64"),
+             Case("0d->(1,-1)", lambda v: v.reshape((1, -1)), lambda a: a.reshape(1, -1), [s], dtype="float64")]
     for shape, target in (((0, 3), (3, 0)), ((0, 3), (-1,)), ((0, 3), (3, -1)), ((2, 0), (0, 5)),
                           ((0,), (0, 4, 0))):
         cases.append(Case("%s->%s" % (shape, target), lambda v, t=target: v.reshape(t),
-                          lambda a, t=target: a.reshape(t), [np.zeros(shape)]))
+                          lambda a, t=target: a.reshape(t), [np.zeros(shape)], dtype="float64"))
     check_cases(cases, mode)
 
 
@@ -216,10 +220,11 @@ def test_reshape_with_symbolic_sizes(mode):
     cases = []
     for dtype in ("float64", "int32", "bool"):
         x = sample(dtype, (4, 6))
-        cases += [Case("%s,%d" % (dtype, k), build, ref, [x]) for k, (build, ref) in enumerate(builds)]
+        cases += [Case("%s,%d" % (dtype, k), build, ref, [x], dtype=dtype) for k, (build, ref) in enumerate(builds)]
         # a symbolic scalar given as an input: m an lscalar, n an iscalar
         cases.append(Case(dtype + ",m,n", lambda v, m, n: v.reshape((m, n, -1)),
-                          lambda a, m, n: a.reshape(int(m), int(n), -1), [x, np.int64(3), np.int32(2)]))
+                          lambda a, m, n: a.reshape(int(m), int(n), -1), [x, np.int64(3), np.int32(2)],
+                          dtype=dtype))
     check_cases(cases, mode)
 
 
@@ -231,12 +236,14 @@ def test_reshape_shape_vector_needs_known_length():
 
 def test_reshape_size_mismatch_raises(mode):
     """Each graph its own inputs in one function: a bad size for one graph at a time."""
-    fixed = Case("(5,2)", lambda v: v.reshape((5, 2)), lambda a: a.reshape(5, 2), [np.zeros((2, 5))])
-    minus = Case("(5,-1)", lambda v: v.reshape((5, -1)), lambda a: a.reshape(5, -1), [np.arange(10.0).reshape(2, 5)])
+    fixed = Case("(5,2)", lambda v: v.reshape((5, 2)), lambda a: a.reshape(5, 2), [np.zeros((2, 5))],
+                 dtype="float64")
+    minus = Case("(5,-1)", lambda v: v.reshape((5, -1)), lambda a: a.reshape(5, -1), [np.arange(10.0).reshape(2, 5)],
+                 dtype="float64")
     by_n = Case("(n,-1)", lambda v, n: v.reshape((n, -1)), lambda a, n: a.reshape(int(n), -1),
-                [np.zeros((3, 4)), np.int64(3)])
+                [np.zeros((3, 4)), np.int64(3)], dtype="float64")
     by_n2 = Case("(n,-1,2)", lambda v, n: v.reshape((n, -1, 2)), lambda a, n: a.reshape(int(n), -1, 2),
-                 [np.zeros((3, 4)), np.int64(2)])
+                 [np.zeros((3, 4)), np.int64(2)], dtype="float64")
     cases = [fixed, minus, by_n, by_n2]
     call = caller(check_cases(cases, mode), cases)
     with pytest.raises(ValueError, match=re.escape("(3, 4)") + ".*" + re.escape("(5, 2)")):
@@ -293,14 +300,15 @@ def test_flatten(name, mode):
         builds = _flatten_builds(name)
         for shape in FLATTEN_SHAPES:
             x = sample(dtype, shape, special=True)
-            cases += [Case("%s,%s,%s" % (dtype, shape, label), build, ref, [x]) for label, build, ref in builds]
+            cases += [Case("%s,%s,%s" % (dtype, shape, label), build, ref, [x], dtype=dtype)
+                      for label, build, ref in builds]
     check_cases(cases, mode)
 
 
 def test_flatten_small_ranks(mode):
-    cases = [Case("1d", lambda v: T.flatten(v), lambda a: a.reshape(-1), [sample("float64", (5,))]),
-             Case("2d,2", lambda v: T.flatten(v, 2), lambda a: a, [sample("float64", (4, 5))]),
-             Case("0d", lambda v: T.flatten(v), lambda a: a.reshape(1), [np.asarray(1.5)])]
+    cases = [Case("1d", lambda v: T.flatten(v), lambda a: a.reshape(-1), [sample("float64", (5,))], dtype="float64"),
+             Case("2d,2", lambda v: T.flatten(v, 2), lambda a: a, [sample("float64", (4, 5))], dtype="float64"),
+             Case("0d", lambda v: T.flatten(v), lambda a: a.reshape(1), [np.asarray(1.5)], dtype="float64")]
     check_cases(cases, mode)
 
 
@@ -350,23 +358,29 @@ def test_shape(mode):
 def test_shape_via_check(mode):
     x = sample("int32", (3, 5))
     size = lambda v: v.size   # noqa: E731 (one build for both inputs: one node)
+    # shapes and sizes are int64 (PyTensor's); the sum of an int32 input accumulates in int64
     check_cases([
-        Case("shape", lambda v: v.shape, lambda a: np.asarray(a.shape, dtype=np.int64), [x]),
-        Case("shape[1]", lambda v: v.shape[1], lambda a: np.asarray(a.shape[1]), [x]),
-        Case("shape[::-1]", lambda v: v.shape[::-1], lambda a: np.asarray(a.shape[::-1]), [x]),
-        Case("shape_i*shape_i", lambda v: T.shape_i(v, 0) * T.shape_i(v, 1), lambda a: np.asarray(a.size), [x]),
-        Case("shape[0]+sum", lambda v: v.shape[0] + v.sum(), lambda a: a.shape[0] + a.sum(), [x]),
-        Case("size", size, lambda a: np.asarray(a.size, dtype=np.int64), [x]),
-        Case("size of empty", size, lambda a: np.asarray(a.size, dtype=np.int64), [np.zeros((3, 0))]),
+        Case("shape", lambda v: v.shape, lambda a: np.asarray(a.shape, dtype=np.int64), [x], dtype="int64"),
+        Case("shape[1]", lambda v: v.shape[1], lambda a: np.asarray(a.shape[1]), [x], dtype="int64"),
+        Case("shape[::-1]", lambda v: v.shape[::-1], lambda a: np.asarray(a.shape[::-1]), [x], dtype="int64"),
+        Case("shape_i*shape_i", lambda v: T.shape_i(v, 0) * T.shape_i(v, 1), lambda a: np.asarray(a.size), [x],
+             dtype="int64"),
+        Case("shape[0]+sum", lambda v: v.shape[0] + v.sum(), lambda a: a.shape[0] + a.sum(), [x], dtype="int64"),
+        Case("size", size, lambda a: np.asarray(a.size, dtype=np.int64), [x], dtype="int64"),
+        Case("size of empty", size, lambda a: np.asarray(a.size, dtype=np.int64), [np.zeros((3, 0))], dtype="int64"),
     ], mode)
 
 
 def test_shape_i_static_and_errors(mode):
     x = T.tensor("float64", (3, None))
-    assert isinstance(T.shape_i(x, 0), T.TensorConstant) or getattr(T.shape_i(x, 0), "data", None) == 3
-    f = function([x], [T.shape_i(x, 0), T.shape_i(x, 1)], mode=mode)
+    static = T.shape_i(x, 0)   # the type knows the length: a constant, of the right value
+    assert isinstance(static, T.TensorConstant), static
+    assert static.dtype == "int64" and static.data.shape == () and static.data == 3, static.data
+    outs = [static, T.shape_i(x, 1)]
+    f = function([x], outs, mode=mode)
     a, b = f(np.zeros((3, 7)))
-    assert int(a) == 3 and int(b) == 7
+    assert_matches(a, np.int64(3), outs[0].type, dtype="int64")
+    assert_matches(b, np.int64(7), outs[1].type, dtype="int64")
     with pytest.raises(ValueError):
         T.shape_i(T.dmatrix(), 2)
     m = T.dmatrix()
@@ -400,21 +414,23 @@ def test_basic_indexing(kind, mode):
     for dtype in ALL_DTYPES:
         x = sample(dtype, (3, 4, 5), special=True)
         cases += [Case("%s,%r" % (dtype, index), lambda v, index=index: v[index],
-                       lambda a, index=index: np.asarray(a[index]), [x]) for index in INDICES_3D[kind]]
+                       lambda a, index=index: np.asarray(a[index]), [x], dtype=dtype) for index in INDICES_3D[kind]]
     check_cases(cases, mode)
 
 
 def test_basic_indexing_1d_and_0d(mode):
     """A 1-d int64 input (was test_basic_indexing_1d) and a 0-d input (test_indexing_0d_input)."""
     x = sample("int64", (6,))
-    cases = [Case(repr(index), lambda v, index=index: v[index], lambda a, index=index: np.asarray(a[index]), [x])
+    cases = [Case(repr(index), lambda v, index=index: v[index], lambda a, index=index: np.asarray(a[index]), [x],
+                  dtype="int64")
              for index in (0, -1, slice(None, None, -1), slice(1, -1), None, Ellipsis,
                            (None, slice(None, None, 2)), slice(5, None))]
     s = np.asarray(2.0)
-    cases += [Case("0d[...]", lambda v: v[...], lambda a: a[...], [s]),
-              Case("0d[None]", lambda v: v[None], lambda a: a[None], [s]),
-              Case("0d[()]", lambda v: v[()], lambda a: a[()], [s]),
-              Case("0d[None,...,None]", lambda v: v[None, ..., None], lambda a: a[None, ..., None], [s])]
+    cases += [Case("0d[...]", lambda v: v[...], lambda a: a[...], [s], dtype="float64"),
+              Case("0d[None]", lambda v: v[None], lambda a: a[None], [s], dtype="float64"),
+              Case("0d[()]", lambda v: v[()], lambda a: a[()], [s], dtype="float64"),
+              Case("0d[None,...,None]", lambda v: v[None, ..., None], lambda a: a[None, ..., None], [s],
+                   dtype="float64")]
     check_cases(cases, mode)
 
 
@@ -425,9 +441,9 @@ def test_all_integer_index_gives_0d_ndarray(mode):
         out = T.tensor(dtype, (None, None))[1, 2]
         assert out.ndim == 0 and out.dtype == dtype
         value = sample(dtype, (3, 4))
-        cases += [Case(dtype + ",[1,2]", lambda v: v[1, 2], lambda a: np.asarray(a[1, 2]), [value]),
-                  Case(dtype + ",[-1,-1]", lambda v: v[-1, -1], lambda a: np.asarray(a[-1, -1]), [value]),
-                  Case(dtype + ",[0][3]", lambda v: v[0][3], lambda a: np.asarray(a[0, 3]), [value])]
+        cases += [Case(dtype + ",[1,2]", lambda v: v[1, 2], lambda a: np.asarray(a[1, 2]), [value], dtype=dtype),
+                  Case(dtype + ",[-1,-1]", lambda v: v[-1, -1], lambda a: np.asarray(a[-1, -1]), [value], dtype=dtype),
+                  Case(dtype + ",[0][3]", lambda v: v[0][3], lambda a: np.asarray(a[0, 3]), [value], dtype=dtype)]
     check_cases(cases, mode)
 
 
@@ -458,14 +474,15 @@ def test_static_shape_of_constant_slices_sweep(mode):
     for layout in LAYOUTS:
         for got, o, want in zip(f(relayout(value, layout)), outs,
                                 (value[1:4], value[::-2], value[-100:100, ::3], value[4:1:-1, -1], value[7:])):
-            assert_matches(got, want, o.type)
+            assert_matches(got, want, o.type, dtype="float64")
 
 
 def test_numpy_integer_indices(mode):
     x = sample("float64", (4, 5))
-    check_cases([Case("[int64]", lambda v: v[np.int64(1)], lambda a: a[1], [x]),
-                 Case("[int32:, int8]", lambda v: v[np.int32(-1):, np.int8(2)], lambda a: a[-1:, 2], [x]),
-                 Case("[::int64]", lambda v: v[::np.int64(-2)], lambda a: a[::-2], [x])], mode)
+    check_cases([Case("[int64]", lambda v: v[np.int64(1)], lambda a: a[1], [x], dtype="float64"),
+                 Case("[int32:, int8]", lambda v: v[np.int32(-1):, np.int8(2)], lambda a: a[-1:, 2], [x],
+                      dtype="float64"),
+                 Case("[::int64]", lambda v: v[::np.int64(-2)], lambda a: a[::-2], [x], dtype="float64")], mode)
 
 
 SYMBOLIC_INDICES = [
@@ -483,7 +500,9 @@ def test_symbolic_indices_via_check(mode):
     """Each graph of SYMBOLIC_INDICES with an int64 and an int32 index, every value of the index
     through the same node, in one compiled function."""
     x = sample("float64", (5, 6), special=True)
-    check_cases([Case("%s,%s,%d" % (label, dtype, val), build, ref, [x, np.asarray(val, dtype=dtype)])
+    # (dtype is the index's: the result keeps x's, float64)
+    check_cases([Case("%s,%s,%d" % (label, dtype, val), build, ref, [x, np.asarray(val, dtype=dtype)],
+                      dtype="float64")
                  for dtype in ("int64", "int32") for label, build, ref, values in SYMBOLIC_INDICES
                  for val in values], mode)
 
@@ -538,8 +557,9 @@ def test_symbolic_slice_partial_sweep(mode):
 
 def test_symbolic_int_index_out_of_bounds_raises(mode):
     v = np.zeros((3, 4))
-    row = Case("x[i]", lambda x, i: x[i], lambda a, i: a[int(i)], [v, np.int64(0)])
-    col = Case("x[1, i]", lambda x, i: x[1, i], lambda a, i: np.asarray(a[1, int(i)]), [v, np.int64(0)])
+    row = Case("x[i]", lambda x, i: x[i], lambda a, i: a[int(i)], [v, np.int64(0)], dtype="float64")
+    col = Case("x[1, i]", lambda x, i: x[1, i], lambda a, i: np.asarray(a[1, int(i)]), [v, np.int64(0)],
+               dtype="float64")
     cases = [row, col]
     call = caller(check_cases(cases, mode), cases)
     for bad in (3, -4, 100):
@@ -555,12 +575,12 @@ def test_index_out_of_bounds_raises_at_run_time(mode):
     """Each graph its own input in one function, fed a (5, 11) matrix but for the one that gets
     a bad input; building is fine: the length is only known at run time."""
     good = np.arange(55.0).reshape(5, 11)
-    cases = [Case("v[3]", lambda v: v[3], lambda a: a[3], [good]),
-             Case("v[-4]", lambda v: v[-4], lambda a: a[-4], [good]),
-             Case("v[0, 4]", lambda v: v[0, 4], lambda a: np.asarray(a[0, 4]), [good]),
-             Case("v[:, -5]", lambda v: v[:, -5], lambda a: a[:, -5], [good]),
-             Case("v[..., 10]", lambda v: v[..., 10], lambda a: a[..., 10], [good])]
-    first_row = Case("v[0]", lambda v: v[0], lambda a: a[0], [good])
+    cases = [Case("v[3]", lambda v: v[3], lambda a: a[3], [good], dtype="float64"),
+             Case("v[-4]", lambda v: v[-4], lambda a: a[-4], [good], dtype="float64"),
+             Case("v[0, 4]", lambda v: v[0, 4], lambda a: np.asarray(a[0, 4]), [good], dtype="float64"),
+             Case("v[:, -5]", lambda v: v[:, -5], lambda a: a[:, -5], [good], dtype="float64"),
+             Case("v[..., 10]", lambda v: v[..., 10], lambda a: a[..., 10], [good], dtype="float64")]
+    first_row = Case("v[0]", lambda v: v[0], lambda a: a[0], [good], dtype="float64")
     call = caller(check_cases(cases + [first_row], mode), cases + [first_row])
     for case in cases:
         with pytest.raises(IndexError):
@@ -652,7 +672,7 @@ def test_outputs_do_not_alias_inputs(mode):
     for layout in LAYOUTS:
         inps = [relayout(value, layout) for _ in names]
         for name, got, out, want, inp in zip(names, f(*inps), outs, wants, inps):
-            assert_matches(got, want, out.type)
+            assert_matches(got, want, out.type, dtype="float64")
             assert not np.shares_memory(got, inp), name
             got[...] = -1.0
             np.testing.assert_array_equal(inp, value)
@@ -695,6 +715,8 @@ def test_composite_shape_graph(mode):
     x = sample("float64", (4, 6), special=False)
     check_cases([
         Case("chain", lambda v: v[1:, None, ::-2].dimshuffle(2, 1, 0).reshape((v.shape[1] // 2, -1)).T[::-1],
-             lambda a: a[1:, None, ::-2].transpose(2, 1, 0).reshape((a.shape[1] // 2, -1)).T[::-1], [x]),
-        Case("flatten", lambda v: T.flatten(v.T[:, 1:3], 1)[::2], lambda a: a.T[:, 1:3].reshape(-1)[::2], [x]),
+             lambda a: a[1:, None, ::-2].transpose(2, 1, 0).reshape((a.shape[1] // 2, -1)).T[::-1], [x],
+             dtype="float64"),
+        Case("flatten", lambda v: T.flatten(v.T[:, 1:3], 1)[::2], lambda a: a.T[:, 1:3].reshape(-1)[::2], [x],
+             dtype="float64"),
     ], mode)

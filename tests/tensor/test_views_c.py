@@ -39,8 +39,8 @@ def ccheck_cases(cases, mode, **kw):
     return f
 
 
-def _reshape_case(label, x, target):
-    return Case(label, lambda v, t=target: v.reshape(t), lambda a, t=target: a.reshape(t), [x])
+def _reshape_case(label, x, target, *, dtype):
+    return Case(label, lambda v, t=target: v.reshape(t), lambda a, t=target: a.reshape(t), [x], dtype=dtype)
 
 
 # ------------------------------------------------------------------ reshape
@@ -58,7 +58,7 @@ def test_reshape_ints(name, cmode):
     cases = []
     for dtype in ALL_DTYPES:
         x = sample(dtype, shape, special=name == "2d")
-        cases += [_reshape_case("%s,%s" % (dtype, target), x, target) for target in targets]
+        cases += [_reshape_case("%s,%s" % (dtype, target), x, target, dtype=dtype) for target in targets]
     ccheck_cases(cases, cmode)
 
 
@@ -69,24 +69,25 @@ def test_reshape_symbolic_sizes(cmode):
     for dtype in ("float64", "int32", "bool"):
         x = sample(dtype, (4, 6))
         cases += [Case(dtype + ",(s1,s0)", lambda v: v.reshape((v.shape[1], v.shape[0])),
-                       lambda a: a.reshape(6, 4), [x]),
-                  Case(dtype + ",(s0,-1)", lambda v: v.reshape((v.shape[0], -1)), lambda a: a.reshape(4, -1), [x])]
+                       lambda a: a.reshape(6, 4), [x], dtype=dtype),
+                  Case(dtype + ",(s0,-1)", lambda v: v.reshape((v.shape[0], -1)), lambda a: a.reshape(4, -1), [x],
+                       dtype=dtype)]
         by_mn = lambda v, m, n: v.reshape((m, -1, n))   # noqa: E731 (one node for every (m, n))
         cases += [Case("%s,(%d,-1,%d)" % (dtype, a, b), by_mn, lambda v, m, n: v.reshape(int(m), -1, int(n)),
-                       [x, np.int64(a), np.int64(b)]) for a, b in ((2, 3), (4, 1), (1, 24), (3, 2))]
+                       [x, np.int64(a), np.int64(b)], dtype=dtype) for a, b in ((2, 3), (4, 1), (1, 24), (3, 2))]
     ccheck_cases(cases, cmode)
 
 
 def test_reshape_empty_and_0d(cmode):
     """To and from 0-d (was test_reshape_to_and_from_0d) and empty arrays (test_reshape_empty)."""
     s = np.asarray(4.0)
-    cases = [_reshape_case("[[7.5]]->()", np.array([[7.5]]), ()),
-             _reshape_case("3->(1,1,-1)", np.asarray(3), (1, 1, -1)),
-             _reshape_case("0d->(1,)", s, (1,)),
-             _reshape_case("0d->(-1,1)", s, (-1, 1))]
+    cases = [_reshape_case("[[7.5]]->()", np.array([[7.5]]), (), dtype="float64"),
+             _reshape_case("3->(1,1,-1)", np.asarray(3, dtype="int64"), (1, 1, -1), dtype="int64"),
+             _reshape_case("0d->(1,)", s, (1,), dtype="float64"),
+             _reshape_case("0d->(-1,1)", s, (-1, 1), dtype="float64")]
     for shape, target in (((0, 3), (3, 0)), ((0, 3), (-1,)), ((0, 3), (3, -1)), ((2, 0), (0, 5)),
                           ((0,), (0, 4, 0)), ((3, 0, 2), (0,))):
-        cases.append(_reshape_case("%s->%s" % (shape, target), np.zeros(shape, "float32"), target))
+        cases.append(_reshape_case("%s->%s" % (shape, target), np.zeros(shape, "float32"), target, dtype="float32"))
     ccheck_cases(cases, cmode)
 
 
@@ -95,12 +96,13 @@ def test_reshape_of_non_contiguous_input(cmode):
     cases = []
     for dtype in ("float64", "float32", "int32", "bool"):
         x = sample(dtype, (3, 4))
-        cases += [Case(dtype + ",T(-1)", lambda v: v.T.reshape(-1), lambda a: a.T.reshape(-1), [x]),
-                  Case(dtype + ",T(2,6)", lambda v: v.T.reshape((2, 6)), lambda a: a.T.reshape(2, 6), [x]),
+        cases += [Case(dtype + ",T(-1)", lambda v: v.T.reshape(-1), lambda a: a.T.reshape(-1), [x], dtype=dtype),
+                  Case(dtype + ",T(2,6)", lambda v: v.T.reshape((2, 6)), lambda a: a.T.reshape(2, 6), [x],
+                       dtype=dtype),
                   Case(dtype + ",[:,::-2](-1)", lambda v: v[:, ::-2].reshape((-1,)),
-                       lambda a: a[:, ::-2].reshape(-1), [x]),
+                       lambda a: a[:, ::-2].reshape(-1), [x], dtype=dtype),
                   Case(dtype + ",[::2](1,-1)", lambda v: v[::2].reshape((1, -1)), lambda a: a[::2].reshape(1, -1),
-                       [x])]
+                       [x], dtype=dtype)]
     ccheck_cases(cases, cmode)
 
 
@@ -134,16 +136,16 @@ def test_reshape_views_where_numpy_does(cmode):
     for case, got, out, value in zip(range(len(VIEW_CASES)), f(*values), outs, values):
         target = VIEW_CASES[case][1]
         want = value.reshape(target)
-        assert_matches(got, want, out.type)
+        assert_matches(got, want, out.type, dtype="float64")
         assert np.shares_memory(got, value) == np.shares_memory(want, value), (case, value.strides, target)
 
 
 def test_reshape_errors(cmode):
     """Each graph its own inputs in one function: a bad size for one graph at a time."""
-    minus = _reshape_case("(5,-1)", np.arange(10.0).reshape(2, 5), (5, -1))
-    seven = _reshape_case("(7,)", np.arange(7.0)[None], (7,))
+    minus = _reshape_case("(5,-1)", np.arange(10.0).reshape(2, 5), (5, -1), dtype="float64")
+    seven = _reshape_case("(7,)", np.arange(7.0)[None], (7,), dtype="float64")
     by_nm = Case("(n,m)", lambda v, n, m: v.reshape((n, m)), lambda a, n, m: a.reshape(int(n), int(m)),
-                 [np.arange(12.0).reshape(3, 4), np.int64(-1), np.int64(6)])
+                 [np.arange(12.0).reshape(3, 4), np.int64(-1), np.int64(6)], dtype="float64")
     cases = [minus, seven, by_nm]
     call = caller(ccheck_cases(cases, cmode), cases)
     with pytest.raises(ValueError, match=re.escape("cannot reshape an array of shape (3, 4) (size 12) into (5, -1)")):
@@ -172,9 +174,10 @@ def test_flatten(cmode):
     for dtype in ALL_DTYPES:
         for shape in ((2, 3, 4), (0, 3, 4), (2, 3, 0), (1, 1, 1)):
             x = sample(dtype, shape)
-            cases += [Case("%s,%s,1" % (dtype, shape), flat1, lambda a: a.reshape(-1) if a.size else a.reshape(0), [x]),
+            cases += [Case("%s,%s,1" % (dtype, shape), flat1, lambda a: a.reshape(-1) if a.size else a.reshape(0), [x],
+                           dtype=dtype),
                       Case("%s,%s,2" % (dtype, shape), flat2, lambda a: a.reshape(a.shape[0], -1) if a.size
-                           else a.reshape(a.shape[0], int(np.prod(a.shape[1:]))), [x])]
+                           else a.reshape(a.shape[0], int(np.prod(a.shape[1:]))), [x], dtype=dtype)]
     ccheck_cases(cases, cmode)
 
 
@@ -202,7 +205,7 @@ def test_basic_indexing(kind, cmode):
     for dtype in ALL_DTYPES:
         x = sample(dtype, (3, 4, 5), special=True)
         cases += [Case("%s,%r" % (dtype, index), lambda v, index=index: v[index],
-                       lambda a, index=index: np.asarray(a[index]), [x]) for index in INDICES[kind]]
+                       lambda a, index=index: np.asarray(a[index]), [x], dtype=dtype) for index in INDICES[kind]]
     ccheck_cases(cases, cmode)
 
 
@@ -210,7 +213,8 @@ def test_python_bounds_beyond_int64(cmode):
     # clamped like Python clamps slice bounds (infer_shape is not checked: it cannot make
     # int64 constants of such bounds, a limitation of Subtensor.infer_shape, not of the C code)
     x = sample("float64", (4, 5))
-    ccheck_cases([Case(repr(index), lambda v, index=index: v[index], lambda a, index=index: a[index], [x])
+    ccheck_cases([Case(repr(index), lambda v, index=index: v[index], lambda a, index=index: a[index], [x],
+                       dtype="float64")
                   for index in (slice(10**30, None, -1), slice(-10**30, 10**30, 3),
                                 (slice(None, -10**25, -1), 2**70 - 2**70 + 1))], cmode, check_shape=False)
 
@@ -221,9 +225,9 @@ def test_all_integer_index_is_0d(cmode):
     for dtype in ALL_DTYPES:
         assert T.tensor(dtype, (None, None))[1, 2].dtype == dtype
         value = sample(dtype, (3, 4))
-        cases += [Case(dtype + ",[1,2]", lambda v: v[1, 2], lambda a: np.asarray(a[1, 2]), [value]),
-                  Case(dtype + ",[-1,-4]", lambda v: v[-1, -4], lambda a: np.asarray(a[-1, -4]), [value]),
-                  Case(dtype + ",[0][3]", lambda v: v[0][3], lambda a: np.asarray(a[0, 3]), [value])]
+        cases += [Case(dtype + ",[1,2]", lambda v: v[1, 2], lambda a: np.asarray(a[1, 2]), [value], dtype=dtype),
+                  Case(dtype + ",[-1,-4]", lambda v: v[-1, -4], lambda a: np.asarray(a[-1, -4]), [value], dtype=dtype),
+                  Case(dtype + ",[0][3]", lambda v: v[0][3], lambda a: np.asarray(a[0, 3]), [value], dtype=dtype)]
     ccheck_cases(cases, cmode)
 
 
@@ -240,8 +244,9 @@ def test_symbolic_slice_sweep(cmode):
             for stop in bounds:
                 for step in (-2**63, -3, -1, 1, 2, 2**63 - 1):
                     want = value[start:stop:step]
-                    assert_matches(f(value, start, stop, step), want, out.type)
-                    assert_matches(f(value[::-1], start, stop, step), value[::-1][start:stop:step], out.type)
+                    assert_matches(f(value, start, stop, step), want, out.type, dtype="float64")
+                    assert_matches(f(value[::-1], start, stop, step), value[::-1][start:stop:step], out.type,
+                                   dtype="float64")
 
 
 def test_symbolic_parts_in_order(cmode):
@@ -255,7 +260,7 @@ def test_symbolic_parts_in_order(cmode):
     for vals in ((1, 5, 2, 3), (5, 0, -2, -1), (-1, -7, -1, 6), (0, 100, 3, 0)):
         a, b, c, d = vals
         for layout in LAYOUTS:
-            assert_matches(f(relayout(x, layout), *vals), x[a:b:c, d, ::c], out.type)
+            assert_matches(f(relayout(x, layout), *vals), x[a:b:c, d, ::c], out.type, dtype="int64")
 
 
 def test_symbolic_indices_via_check(cmode):
@@ -267,7 +272,8 @@ def test_symbolic_indices_via_check(cmode):
         (lambda v, i: v[i::-1], lambda a, i: a[int(i)::-1], (0, 2, -2, 7, -9)),
         (lambda v, i: v[1:, None, i::-2], lambda a, i: a[1:, None, int(i)::-2], (0, 3, -1, 10)),
     ]
-    ccheck_cases([Case("%s,%d,%d" % (dtype, g, val), build, ref, [x, np.asarray(val, dtype=dtype)])
+    # (dtype is the index's: the result keeps x's, float32)
+    ccheck_cases([Case("%s,%d,%d" % (dtype, g, val), build, ref, [x, np.asarray(val, dtype=dtype)], dtype="float32")
                   for dtype in ("int64", "int32") for g, (build, ref, values) in enumerate(graphs)
                   for val in values], cmode)
 
@@ -275,10 +281,12 @@ def test_symbolic_indices_via_check(cmode):
 def test_index_errors(cmode):
     """Each graph its own inputs in one function: a bad index for one graph at a time."""
     value = np.arange(12.0).reshape(3, 4)
-    col = Case("x[1, i]", lambda v, i: v[1, i], lambda a, i: np.asarray(a[1, int(i)]), [value, np.int64(-1)])
-    row = Case("x[i]", lambda v, i: v[i], lambda a, i: a[int(i)], [value, np.int64(2)])
-    step = Case("x[::i]", lambda v, i: v[::i], lambda a, i: a[::int(i)], [value, np.int64(-2)])
-    both = Case("x[5, ::i]", lambda v, i: v[5, ::i], lambda a, i: a[5, ::int(i)], [np.zeros((6, 4)), np.int64(1)])
+    col = Case("x[1, i]", lambda v, i: v[1, i], lambda a, i: np.asarray(a[1, int(i)]), [value, np.int64(-1)],
+               dtype="float64")
+    row = Case("x[i]", lambda v, i: v[i], lambda a, i: a[int(i)], [value, np.int64(2)], dtype="float64")
+    step = Case("x[::i]", lambda v, i: v[::i], lambda a, i: a[::int(i)], [value, np.int64(-2)], dtype="float64")
+    both = Case("x[5, ::i]", lambda v, i: v[5, ::i], lambda a, i: a[5, ::int(i)], [np.zeros((6, 4)), np.int64(1)],
+                dtype="float64")
     cases = [col, row, step, both]
     call = caller(ccheck_cases(cases, cmode), cases)
     for bad in (4, -5, 2**63 - 1, -2**63):
@@ -370,7 +378,7 @@ def test_alloc_values(cmode):
                               ((3, 1), (2, 3, 4)), ((1, 4), (3, 4)), ((2, 3), (2, 3)), ((5,), (0, 5))):
             v = sample(dtype, vshape, special=True)
             cases.append(Case("%s,%s->%s" % (dtype, vshape, shape), lambda t, shape=shape: T.alloc(t, *shape),
-                              lambda a, shape=shape: np.broadcast_to(a, shape).copy(), [v]))
+                              lambda a, shape=shape: np.broadcast_to(a, shape).copy(), [v], dtype=dtype))
     ccheck_cases(cases, cmode)
 
 
@@ -381,9 +389,9 @@ def test_alloc_symbolic_sizes_and_errors(cmode):
     f = function([v, m, n], out, mode=cmode)
     ran_in_c(f)
     value = np.array([1.5, -2.0, 3.0])
-    assert_matches(f(value, 2, 3), np.broadcast_to(value, (2, 3)), out.type)
-    assert_matches(f(value[::-1], 0, 3), np.zeros((0, 3)), out.type)
-    assert_matches(f(value[:1], 4, 5), np.full((4, 5), 1.5), out.type)
+    assert_matches(f(value, 2, 3), np.broadcast_to(value, (2, 3)), out.type, dtype="float64")
+    assert_matches(f(value[::-1], 0, 3), np.zeros((0, 3)), out.type, dtype="float64")
+    assert_matches(f(value[:1], 4, 5), np.full((4, 5), 1.5), out.type, dtype="float64")
     with pytest.raises(ValueError, match="negative"):
         f(value, -1, 3)
     with pytest.raises(ValueError, match="negative"):
@@ -394,7 +402,7 @@ def test_alloc_symbolic_sizes_and_errors(cmode):
         f(np.zeros(0), 2, 1)   # a length-0 value does not stretch to length 1
     with pytest.raises(ValueError):
         f(value, 2**62, 3)    # too big
-    assert_matches(f(value, 1, 3), value[None], out.type)
+    assert_matches(f(value, 1, 3), value[None], out.type, dtype="float64")
 
 
 def test_zeros_ones_like(cmode):
@@ -404,10 +412,10 @@ def test_zeros_ones_like(cmode):
     for dtype in ("float64", "float32", "int64", "int32", "bool"):
         for shape in ((3, 4), (0, 2), (), (5,)):
             x = sample(dtype, shape)
-            cases += [Case("%s,%s,zeros" % (dtype, shape), T.zeros_like, np.zeros_like, [x]),
-                      Case("%s,%s,ones" % (dtype, shape), T.ones_like, np.ones_like, [x]),
+            cases += [Case("%s,%s,zeros" % (dtype, shape), T.zeros_like, np.zeros_like, [x], dtype=dtype),
+                      Case("%s,%s,ones" % (dtype, shape), T.ones_like, np.ones_like, [x], dtype=dtype),
                       Case("%s,%s,zeros int32" % (dtype, shape), zeros_int32,
-                           lambda a: np.zeros_like(a, dtype="int32"), [x])]
+                           lambda a: np.zeros_like(a, dtype="int32"), [x], dtype="int32")]
     ccheck_cases(cases, cmode)
 
 
@@ -440,7 +448,7 @@ def test_concatenate(cmode):
             values = [sample(dtype, s, rng=rng) for s in shapes]
             cases.append(Case("%s,%d,%s" % (dtype, axis, shapes),
                               lambda *v, axis=axis: T.concatenate(list(v), axis=axis),
-                              lambda *a, axis=axis: np.concatenate(a, axis=axis), values))
+                              lambda *a, axis=axis: np.concatenate(a, axis=axis), values, dtype=dtype))
     ccheck_cases(cases, cmode)
 
 
@@ -454,9 +462,9 @@ def test_stack(cmode):
                     continue
                 cases.append(Case("%s,%d,%s*%d" % (dtype, axis, shape, count),
                                   lambda *v, axis=axis: T.stack(list(v), axis=axis),
-                                  lambda *a, axis=axis: np.stack(a, axis=axis), values))
+                                  lambda *a, axis=axis: np.stack(a, axis=axis), values, dtype=dtype))
         cases.append(Case(dtype + ",0d", lambda a, b: T.stack([a, b]), lambda a, b: np.stack([a, b]),
-                          [np.asarray(1.5), np.asarray(2.5)]))
+                          [np.asarray(1.5).astype(dtype), np.asarray(0.0).astype(dtype)], dtype=dtype))
     ccheck_cases(cases, cmode)
 
 
@@ -472,9 +480,9 @@ def test_concatenate_mixed_dtypes_and_same_input_twice(cmode):
 def test_concatenate_mismatch(cmode):
     """Both graphs in one function: mismatched shapes for one at a time."""
     concat = Case("concatenate", lambda x, y: T.concatenate([x, y], axis=1),
-                  lambda a, b: np.concatenate([a, b], axis=1), [np.ones((2, 1)), np.zeros((2, 2))])
+                  lambda a, b: np.concatenate([a, b], axis=1), [np.ones((2, 1)), np.zeros((2, 2))], dtype="float64")
     stack = Case("stack", lambda x, y: T.stack([x, y], axis=-1), lambda a, b: np.stack([a, b], axis=-1),
-                 [np.ones((1, 2)), np.zeros((1, 2))])
+                 [np.ones((1, 2)), np.zeros((1, 2))], dtype="float64")
     call = caller(ccheck_cases([concat, stack], cmode), [concat, stack])
     with pytest.raises(ValueError, match=re.escape("[(2, 3), (3, 3)] do not match")):
         call(concat, np.zeros((2, 3)), np.zeros((3, 3)))
