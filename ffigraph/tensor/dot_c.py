@@ -38,12 +38,15 @@ into a C-contiguous temporary first. Temporaries are released by
 """
 from __future__ import annotations
 
+import os
+import warnings
+
 import numpy as np
 
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.tensor.ctype import c_element_type
 
-#: Use BLAS for float32/float64 results when scipy-openblas64 is importable.
+#: Use BLAS for float32/float64 results when scipy-openblas64 is installed (see ``blas_info``).
 #: Tests set this to False to exercise the blocked kernel on floats.
 USE_BLAS = True
 
@@ -55,14 +58,31 @@ _blas_cache = []
 
 
 def blas_info():
-    """(lib_dir, include_dir, library) of scipy-openblas64, or None when it cannot be imported."""
+    """(lib_dir, include_dir, library) of scipy-openblas64, or None when it is not installed.
+
+    scipy-openblas64 is a dependency of ffigraph; without it (an install with ``--no-deps``, a
+    platform with no wheel) floats use the blocked kernel, and a warning says so once. An
+    installed package that is broken (its functions fail, its shared library or header is not
+    where it says) raises: a BLAS that silently went missing would hide itself behind the
+    slower kernel."""
     if not _blas_cache:
         try:
             import scipy_openblas64 as sob
-
-            _blas_cache.append((sob.get_lib_dir(), sob.get_include_dir(), sob.get_library()))
-        except Exception:  # not installed, or its library failed to load
+        except ImportError as err:
+            warnings.warn("scipy-openblas64 is not installed (%s): Dot on floats uses ffigraph's blocked "
+                          "C kernel instead of BLAS" % err, RuntimeWarning, stacklevel=2)
             _blas_cache.append(None)
+            return None
+        try:
+            lib_dir, include_dir, library = sob.get_lib_dir(), sob.get_include_dir(), sob.get_library()
+        except Exception as err:
+            raise RuntimeError("scipy-openblas64 is installed but broken: %s: %s"
+                               % (type(err).__name__, err)) from err
+        found = os.path.isdir(lib_dir) and any(name.startswith("lib%s." % library) for name in os.listdir(lib_dir))
+        if not found:
+            raise RuntimeError("scipy-openblas64 is installed but broken: no shared library lib%s.* in %s"
+                               % (library, lib_dir))
+        _blas_cache.append((lib_dir, include_dir, library))
     return _blas_cache[0]
 
 

@@ -28,9 +28,10 @@ def mode(request):
 
 @pytest.fixture(params=["blas", "blocked"])
 def path(request, monkeypatch):
-    """Which float implementation the next compiled Dot uses."""
-    if request.param == "blas" and dot_c.blas_info() is None:
-        pytest.skip("scipy-openblas64 is not installed")
+    """Which float implementation the next compiled Dot uses. scipy-openblas64 is a dependency:
+    the BLAS path is never skipped, and a BLAS that fails to load fails the run."""
+    if request.param == "blas":
+        assert dot_c.blas_info() is not None, "scipy-openblas64, a dependency of ffigraph, is not installed"
     monkeypatch.setattr(dot_c, "USE_BLAS", request.param == "blas")
     return request.param
 
@@ -70,7 +71,7 @@ def test_dot_dtypes_and_shapes(mode, path):
         for kind in sorted(SHAPES):
             xs, ys = SHAPES[kind]
             a, b = sample(dtype, xs), sample(dtype, ys, rng=np.random.default_rng(1))
-            cases.append(Case("%s,%s" % (kind, dtype), typed_dot(dtype), np.dot, [a, b], **tol(dtype)))
+            cases.append(Case("%s,%s" % (kind, dtype), typed_dot(dtype), np.dot, [a, b], **tol(dtype), dtype=dtype))
     check_cases(cases, mode)
 
 
@@ -89,15 +90,15 @@ def test_dot_mixed_dtypes(mode, path):
             xs, ys = SHAPES[kind]
             a = sample(dx, xs, low=0 if dx.startswith("u") else -3)
             b = sample(dy, ys, rng=np.random.default_rng(2), low=0 if dy.startswith("u") else -3)
-            cases.append(Case("%s,%s,%s" % (dx, dy, kind), typed_dot(want), np.dot, [a, b], **tol(want)))
+            cases.append(Case("%s,%s,%s" % (dx, dy, kind), typed_dot(want), np.dot, [a, b], **tol(want), dtype=want))
     check_cases(cases, mode)
 
 
 def test_dot_special_values(mode, path):
     a = np.array([[1.0, np.inf], [0.0, 2.0], [np.nan, 1.0]])
     b = np.array([[0.0, 1.0], [3.0, -np.inf]])
-    check_cases([Case("mm", T.dot, np.dot, [a, b]), Case("vm", T.dot, np.dot, [a[1], b]),
-                 Case("mv", T.dot, np.dot, [a, b[0]])], mode)
+    check_cases([Case("mm", T.dot, np.dot, [a, b], dtype="float64"), Case("vm", T.dot, np.dot, [a[1], b], dtype="float64"),
+                 Case("mv", T.dot, np.dot, [a, b[0]], dtype="float64")], mode)
 
 
 def test_dot_integer_overflow_wraps_like_numpy(mode):
@@ -107,7 +108,8 @@ def test_dot_integer_overflow_wraps_like_numpy(mode):
         rng = np.random.default_rng(3)
         a = rng.integers(info.max // 2, info.max, size=(5, 9), dtype=dtype)
         b = rng.integers(info.max // 2, info.max, size=(9, 6), dtype=dtype)
-        cases += [Case(dtype + ",mm", T.dot, np.dot, [a, b]), Case(dtype + ",vv", T.dot, np.dot, [a[0], b[:, 0]])]
+        cases += [Case(dtype + ",mm", T.dot, np.dot, [a, b], dtype=dtype),
+                  Case(dtype + ",vv", T.dot, np.dot, [a[0], b[:, 0]], dtype=dtype)]
     check_cases(cases, mode)
 
 
@@ -122,7 +124,7 @@ def test_dot_bool_is_or_of_ands(mode):
         return want
 
     # (bool results are compared exactly: the result is numpy's, which is this table)
-    check_cases([Case("bool", typed_dot("bool"), ref, [a, b])], mode)
+    check_cases([Case("bool", typed_dot("bool"), ref, [a, b], dtype="bool")], mode)
 
 
 # ------------------------------------------------------------------ layouts
@@ -134,7 +136,7 @@ def test_dot_transposed_inputs(mode, path):
     for dtype in ("float64", "float32"):
         a, b = sample(dtype, (7, 3)), sample(dtype, (4, 7), rng=np.random.default_rng(4))
         v = sample(dtype, (7,), rng=np.random.default_rng(5))
-        t = tol(dtype)
+        t = dict(tol(dtype), dtype=dtype)
         cases += [Case(dtype + ",x.T,y.T", lambda x, y: T.dot(x.T, y.T), lambda p, q: np.dot(p.T, q.T), [a, b], **t),
                   Case(dtype + ",x.T,v", lambda x, y: T.dot(x.T, y), lambda p, q: np.dot(p.T, q), [a, v], **t),
                   Case(dtype + ",v,y.T", lambda x, y: T.dot(x, y.T), lambda p, q: np.dot(p, q.T), [v, b], **t),
@@ -190,7 +192,7 @@ def test_dot_many_layouts(mode, path):
     for xs, ys in MANY_LAYOUT_SHAPES:
         rng = np.random.default_rng(6)
         a, b = sample("float64", xs, rng), sample("float64", ys, rng)
-        case = Case("%s,%s" % (xs, ys), T.dot, np.dot, [a, b])
+        case = Case("%s,%s" % (xs, ys), T.dot, np.dot, [a, b], dtype="float64")
         cases.append(case)
         ones_a, ones_b = np.full(xs, 1.5), np.full(ys, -0.5)
         operands.append((case, ((a, b), (ones_a, b), (a, ones_b), (ones_a, ones_b))))
@@ -200,7 +202,7 @@ def test_dot_many_layouts(mode, path):
         for left, right in pairs:
             for p in _layouts(left):
                 for q in _layouts(right):
-                    assert_matches(call(case, p, q), np.dot(p, q), vtype)
+                    assert_matches(call(case, p, q), np.dot(p, q), vtype, dtype="float64")
 
 
 def test_dot_inputs_are_not_modified_and_output_is_fresh(mode, path):
@@ -238,7 +240,7 @@ def test_dot_blocking_sizes(name, mode, path):
         for xs, ys in BLOCKING_SHAPES:
             rng = np.random.default_rng(8)
             a, b = sample(dtype, xs, rng), sample(dtype, ys, rng)
-            t = tol(dtype, xs[-1])
+            t = dict(tol(dtype, xs[-1]), dtype=dtype)
             label = "%s,%s,%s" % (dtype, xs, ys)
             if name == "dot":
                 cases.append(Case(label, T.dot, np.dot, [a, b], **t))
@@ -266,7 +268,8 @@ def test_dot_empty(mode, path):
             continue
         build = typed_dot(dtype)   # one build: the pairs of one kind share its node
         cases += [Case("%s,%s,%s" % (dtype, xs, ys), build, _dot_of_empty,
-                       [np.ones(xs, dtype=dtype), np.ones(ys, dtype=dtype)], rtol=0, atol=0) for xs, ys in EMPTY_SHAPES]
+                       [np.ones(xs, dtype=dtype), np.ones(ys, dtype=dtype)], rtol=0, atol=0, dtype=dtype)
+                  for xs, ys in EMPTY_SHAPES]
     check_cases(cases, mode)
 
 
@@ -276,8 +279,8 @@ def test_dot_zero_d_operand(mode):
         s = np.asarray(2.5 if dtype == "float64" else 3, dtype=dtype)
         m, v = sample(dtype, (3, 4)), sample(dtype, (4,))
         build = typed_dot(dtype)
-        cases += [Case("%s,%d" % (dtype, k), build, np.dot, args) for k, args in enumerate(([s, m], [m, s], [v, s],
-                                                                                             [s, s]))]
+        cases += [Case("%s,%d" % (dtype, k), build, np.dot, args, dtype=dtype)
+                  for k, args in enumerate(([s, m], [m, s], [v, s], [s, s]))]
     check_cases(cases, mode)
 
 
@@ -296,14 +299,15 @@ def test_dot_not_aligned_raises_and_function_keeps_working(linker, path):
     for dtype in ("float64", "int64"):
         for xs, ys in NOT_ALIGNED:
             good = (xs[:-1] + (ys[0],), ys)
-            case = Case("%s,%s,%s" % (dtype, xs, ys), T.dot, np.dot, [np.ones(good[0], dtype), np.ones(good[1], dtype)])
+            case = Case("%s,%s,%s" % (dtype, xs, ys), T.dot, np.dot, [np.ones(good[0], dtype), np.ones(good[1], dtype)],
+                        dtype=dtype)
             cases.append(case)
             bad.append((case, xs, ys))
     call = caller(check_cases(cases, mode), cases)
     for case, xs, ys in bad:
         dtype = case.values[0].dtype
         a, b = case.values
-        np.testing.assert_allclose(call(case, a, b), np.dot(a, b))
+        assert_matches(call(case, a, b), np.dot(a, b), call.type(case), dtype=dtype)
         for _ in range(3):
             with pytest.raises(ValueError) as info:
                 call(case, np.ones(xs, dtype), np.ones(ys, dtype))
@@ -311,7 +315,7 @@ def test_dot_not_aligned_raises_and_function_keeps_working(linker, path):
             assert "not aligned" in message
             if linker == "c":   # the message the C code wrote (c|py may add context of its own)
                 assert str(tuple(xs)) in message and str(tuple(ys)) in message, message
-            np.testing.assert_allclose(call(case, a, b), np.dot(a, b))
+            assert_matches(call(case, a, b), np.dot(a, b), call.type(case), dtype=dtype)
 
 
 # ------------------------------------------------------------------ generated code
@@ -328,8 +332,7 @@ def test_generated_code_chooses_blas_or_kernel(monkeypatch):
     src = _source(T.dot, ("float64", "float64"))
     assert "scipy_cblas" not in src and "ffg_dot_gemm_float64(" in src
     assert "Python.h" not in src and "Py_" not in src
-    if dot_c.blas_info() is None:
-        return
+    assert dot_c.blas_info() is not None, "scipy-openblas64, a dependency of ffigraph, is not installed"
     monkeypatch.setattr(dot_c, "USE_BLAS", True)
     src = _source(T.dot, ("float32", "float32"))
     assert "scipy_cblas_sgemm64_(" in src and "ffg_dot_gemm_float32(" not in src
@@ -337,6 +340,33 @@ def test_generated_code_chooses_blas_or_kernel(monkeypatch):
     assert "ffg_dot_copy_int32_float64(" in src and "scipy_cblas_dgemm64_(" in src
     src = _source(T.dot, ("int32", "int64"))            # integers: the kernel
     assert "scipy_cblas" not in src and "ffg_dot_gemm_int64(" in src
+
+
+def test_blas_info_fails_loudly_when_the_installed_blas_is_broken(monkeypatch, tmp_path):
+    """An installed but broken scipy-openblas64 raises (it used to fall back to the kernel
+    silently); only a missing one falls back, with a warning."""
+    import sys
+    import types
+
+    assert dot_c.blas_info() is not None
+    fake = types.ModuleType("scipy_openblas64")
+    fake.get_include_dir = lambda: str(tmp_path)
+    fake.get_library = lambda: "scipy_openblas64_"
+    fake.get_lib_dir = lambda: str(tmp_path)            # no library in it
+    monkeypatch.setitem(sys.modules, "scipy_openblas64", fake)
+    monkeypatch.setattr(dot_c, "_blas_cache", [])
+    with pytest.raises(RuntimeError, match="scipy-openblas64 is installed but broken: no shared library"):
+        dot_c.blas_info()
+
+    def broken():
+        raise OSError("cannot read the package folder")
+    fake.get_lib_dir = broken
+    with pytest.raises(RuntimeError, match="broken: OSError: cannot read the package folder"):
+        dot_c.blas_info()
+    monkeypatch.setitem(sys.modules, "scipy_openblas64", None)   # import fails: not installed
+    with pytest.warns(RuntimeWarning, match="not installed"):
+        assert dot_c.blas_info() is None
+    assert not dot_c.blas_enabled()
 
 
 def test_temporaries_are_released_in_cleanup(monkeypatch):
