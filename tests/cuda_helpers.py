@@ -3,15 +3,19 @@
 Tiers (see conftest.py):
   always     code generation, marshaling, layout: no toolkit needed;
   nvcc       ``needs_nvcc``: compiles and loads libraries; with no GPU, calls must fail with
-             CUDA's own "no driver"/"no device" error through the error record;
+             CUDA's own "no driver"/"no device" error through the error record (a test that only
+             passes by seeing that error is ``needs_no_gpu`` and its name ends in ``_without_gpu``:
+             it shows an error is reported, not that anything works on a device);
   gpu        ``@pytest.mark.gpu``: results on a real device (skipped here, with the reason).
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import struct
 import subprocess
+import sys
 import tempfile
 
 import pytest
@@ -33,9 +37,45 @@ def _gpu_present():
         return False
 
 
+GPU_PRESENT = _gpu_present()
 # Calls made with fake device pointers expect CUDA to refuse before touching them: only without a GPU.
-needs_no_gpu = pytest.mark.skipif(_gpu_present(), reason="a GPU is present: fake device pointers would be "
+# Such a test passes by seeing CUDA's "no driver"/"no device" error, and its name ends in _without_gpu.
+needs_no_gpu = pytest.mark.skipif(GPU_PRESENT, reason="a GPU is present: fake device pointers would be "
                                   "dereferenced (the gpu tier checks real values instead)")
+
+TENSOR_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor")
+
+
+def cpu_op_tests(name):
+    """The CPU op tests' module ``name`` of tests/tensor (test_elemwise, test_build_ops, test_reductions):
+    the GPU tier takes its numpy references and spelled-out output dtypes from their tables, so both
+    backends answer to the same oracle. It is the very module pytest collects (same name, same path)."""
+    if TENSOR_TESTS not in sys.path:
+        sys.path.append(TENSOR_TESTS)
+    module = importlib.import_module(name)
+    assert os.path.dirname(os.path.abspath(module.__file__)) == TENSOR_TESTS, module.__file__
+    return module
+
+
+_cudart = []
+
+
+def device_memory():
+    """(free, total) bytes of the current device, from cudaMemGetInfo: libcudart through cffi, loaded
+    from the same file as ffigraph.cuda.runtime loads it (so the same library, the same context)."""
+    if not _cudart:
+        import cffi
+
+        own = cffi.FFI()
+        own.cdef("int cudaMemGetInfo(size_t *free, size_t *total); int cudaDeviceSynchronize(void);")
+        _cudart.append((own, own.dlopen(os.path.join(toolchain.runtime_lib_dir(), "libcudart.so"))))
+    own, lib = _cudart[0]
+    free, total = own.new("size_t *"), own.new("size_t *")
+    assert lib.cudaDeviceSynchronize() == 0
+    status = lib.cudaMemGetInfo(free, total)
+    assert status == 0, "cudaMemGetInfo failed with CUDA error %d" % status
+    return int(free[0]), int(total[0])
+
 
 EM_CUDA = 190
 # CUDA errors a GPU-less machine gives: insufficient driver (35), no device (100)

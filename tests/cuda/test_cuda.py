@@ -1,7 +1,8 @@
 """CUDA core: configuration, marshaling of device arrays, transfers, the GPU rewrite, libraries built by nvcc.
 
 Three tiers (tests/cuda_helpers.py): always; nvcc (compiles, and with no GPU each call must end in
-CUDA's own "insufficient driver"/"no device" error through the error record); gpu (real results).
+CUDA's own "insufficient driver"/"no device" error through the error record: a test that passes only
+by seeing that error says so, ``..._without_gpu``); gpu (real results, against numpy).
 """
 import os
 import platform
@@ -16,8 +17,9 @@ from ffigraph.abi import CudaError, expected_layout, ffi
 from ffigraph.cuda import DeviceArray, GpuArrayType, gpu_from_host, gpu_status, host_from_gpu, toolchain
 from ffigraph.cuda.marshal import DLPACK_CPU, device_view, view_of_capsule
 from ffigraph.cuda.transfer import GpuFromHost, HostFromGpu
-from cuda_helpers import NO_GPU_CUDA_ERRORS, Slots, build_launchers, cubin_archs, needs_no_gpu, needs_nvcc, \
-    undefined_python_symbols
+from cuda_helpers import NO_GPU_CUDA_ERRORS, Slots, build_launchers, cubin_archs, device_memory, needs_no_gpu, \
+    needs_nvcc, undefined_python_symbols
+from helpers import assert_matches
 
 CPYTHON = platform.python_implementation() == "CPython"
 GPU_OK, GPU_REASON = gpu_status()
@@ -219,7 +221,7 @@ def test_transfer_sources_are_plain_launchers():
 
 @needs_nvcc
 @pytest.mark.parametrize("linker", ["c", "c|py", "py", "cvm"])
-def test_transfer_graph_reports_cuda_error_without_a_gpu(linker):
+def test_transfer_graph_reports_cuda_error_without_gpu(linker):
     if GPU_OK:
         pytest.skip("a GPU is present: the gpu tier checks values instead")
     x = T.dmatrix("x")
@@ -233,9 +235,11 @@ def test_transfer_graph_reports_cuda_error_without_a_gpu(linker):
 
 
 @needs_nvcc
-def test_gpu_inputs_are_marshaled_to_the_launcher():
-    if GPU_OK:
-        pytest.skip("a GPU is present: the gpu tier checks values instead")
+@needs_no_gpu
+def test_gpu_inputs_are_type_checked_then_reach_the_launcher_without_gpu():
+    """Host arrays and device arrays of the wrong dtype are refused; device arrays (a strided one too)
+    get to the HostFromGpu launcher, which reports CUDA's "no driver" error: that they are marshaled
+    right is seen on a device (test_gpu_transfers_round_trip, test_gpu_a_view_alone_on_the_device)."""
     g = GpuArrayType("float64", (None, None))("g")
     f = function([g], host_from_gpu(g), mode=Mode(linker="c"))
     with pytest.raises(TypeError, match="from_host"):
@@ -339,7 +343,7 @@ def test_transfer_launchers_refuse_bad_input_with_ffigraph_codes():
 
 
 @needs_nvcc
-def test_device_array_from_host_says_why_without_a_gpu():
+def test_device_array_from_host_says_why_without_gpu():
     if GPU_OK:
         pytest.skip("a GPU is present")
     with pytest.raises(CudaError) as info:
@@ -357,15 +361,18 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gpu_transfers_round_trip(dtype):
     x = T.tensor(dtype, (None, None), "x")
-    f = function([x], host_from_gpu(gpu_from_host(x)), mode=Mode(linker="c"))
+    out = host_from_gpu(gpu_from_host(x))
+    f = function([x], out, mode=Mode(linker="c"))
     base = (np.arange(30) % 7).astype(dtype).reshape(5, 6)
     for arr in (base, base[::-1, ::2], base.T, base[:0], np.broadcast_to(base[:1], (5, 6))):
-        np.testing.assert_array_equal(f(arr), arr)
+        assert_matches(f(arr), arr, out.type, 0, 0, dtype=dtype)
     d = DeviceArray.from_host(base)
+    assert (d.dtype, d.shape) == (np.dtype(dtype), base.shape)
     np.testing.assert_array_equal(d.get(), base)
     g = GpuArrayType(dtype, (None, None))("g")
-    back = function([g], host_from_gpu(g), mode=Mode(linker="c"))
-    np.testing.assert_array_equal(back(d), base)
+    back_out = host_from_gpu(g)
+    back = function([g], back_out, mode=Mode(linker="c"))
+    assert_matches(back(d), base, back_out.type, 0, 0, dtype=dtype)
 
 
 @pytest.mark.gpu
@@ -374,7 +381,7 @@ def test_gpu_device_mode_matches_numpy():
     out = (T.exp(x) * 2 + y).sum(axis=0) + T.dot(x, y.T).sum()
     f = function([x, y], out, mode=Mode(linker="cvm", device="cuda"))
     a, b = np.random.rand(4, 5), np.random.rand(4, 5)
-    np.testing.assert_allclose(f(a, b), (np.exp(a) * 2 + b).sum(0) + (a @ b.T).sum(), rtol=1e-12)
+    assert_matches(f(a, b), (np.exp(a) * 2 + b).sum(0) + (a @ b.T).sum(), out.type, 1e-12, 1e-12, dtype="float64")
 
 
 @pytest.mark.gpu
@@ -388,15 +395,31 @@ def test_gpu_pycuda_op_beside_generated_kernels():
     out = host_from_gpu(PyCUDADoubleOp()(GpuElemwise(scalar.exp)(gpu_from_host(x))))
     f = function([x], out, mode=Mode(linker="cvm"))
     a = np.random.rand(5, 5).astype(np.float32)
-    np.testing.assert_allclose(f(a), np.exp(a) * 2, rtol=1e-6)
+    assert_matches(f(a), np.exp(a) * 2, out.type, 1e-6, 1e-6, dtype="float32")
 
 
-# ------------------------------------------------------------------ nvcc: the host's device allocator
+# ------------------------------------------------------------------ nvcc and gpu: the host's device allocator
+
+
+def _allocator_function():
+    """x -> [x * x kept on the device, the same moved back]: the device output and gpu_from_host's
+    block come from the device allocator (the same graph on both tiers: nvcc compiles it here)."""
+    from ffigraph.cuda.elemwise import GpuElemwise
+    from ffigraph.scalar.basic import SCALAR_OPS
+
+    x = T.dvector("x")
+    g = gpu_from_host(x)
+    square = GpuElemwise(SCALAR_OPS["mul"])(g, g)
+    outs = [square, host_from_gpu(square)]
+    return function([x], outs, mode=Mode(linker="c")), outs
 
 
 @needs_nvcc
 @needs_no_gpu
-def test_device_memory_comes_from_the_host_allocator():
+def test_device_memory_comes_from_the_host_allocator_without_gpu():
+    """The host's allocator is installed and asked for the first block (40 bytes), which is released
+    exactly once when the copy into it fails with CUDA's "no driver" error; an allocator that gives
+    nothing is a MemoryError. That device memory from it works: test_gpu_host_device_allocator."""
     from ffigraph.cuda.allocator import set_device_allocator
 
     calls = []
@@ -414,9 +437,10 @@ def test_device_memory_comes_from_the_host_allocator():
         del host_blocks[address]
 
     x = T.dvector("x")
-    set_device_allocator(alloc, free)
+    chosen = set_device_allocator(alloc, free)
     try:
-        f = function([x], host_from_gpu(gpu_from_host(x)), mode=Mode(linker="c"))
+        f, _ = _allocator_function()
+        assert f.maker.linker.compiled.device_allocator is chosen
         with pytest.raises(CudaError) as info:
             f(np.arange(5.0))
         _expect_no_gpu_error(info.value)
@@ -431,6 +455,100 @@ def test_device_memory_comes_from_the_host_allocator():
         assert calls == []
     finally:
         set_device_allocator()
+
+
+class _CountingDevicePool:
+    """alloc/free for set_device_allocator over cudaMalloc/cudaFree (ffigraph.cuda.runtime), keeping
+    count: every block it handed out and not yet got back, by address."""
+
+    def __init__(self):
+        self.blocks = {}   # address -> (the cudaMalloc pointer, freed when dropped; nbytes)
+        self.allocs = self.frees = 0
+
+    def alloc(self, nbytes):
+        from ffigraph.cuda import runtime
+
+        ptr = runtime.malloc(nbytes)
+        address = int(ffi.cast("uintptr_t", ptr))
+        self.blocks[address] = (ptr, nbytes)
+        self.allocs += 1
+        return address
+
+    def free(self, address):
+        assert address in self.blocks, "0x%x: freed twice, or never handed out" % address
+        del self.blocks[address]
+        self.frees += 1
+
+    def owns(self, address, nbytes):
+        return any(a <= address and address + nbytes <= a + max(n, 1) for a, (_, n) in self.blocks.items())
+
+
+def _device_address(value):
+    return value.__cuda_array_interface__["data"][0]
+
+
+def _assert_no_device_memory_leak(call, label, calls=20, rounds=3, slack=32 << 20):
+    """``calls`` calls of ``call`` leave the device's free memory (cudaMemGetInfo) within ``slack`` bytes
+    of where it was, in one of ``rounds`` rounds at least: other processes on the GPU (xdist workers)
+    may take memory during a round, a leak takes it in every round."""
+    drops = []
+    for _ in range(rounds):
+        before = device_memory()[0]
+        for _ in range(calls):
+            call()
+        drop = before - device_memory()[0]
+        if drop <= slack:
+            return
+        drops.append(drop)
+    raise AssertionError("%s: the device's free memory fell in each of %d rounds of %d calls, by %s bytes"
+                         % (label, rounds, calls, drops))
+
+
+@pytest.mark.gpu
+def test_gpu_host_device_allocator():
+    """A host allocator over cudaMalloc/cudaFree, given by set_device_allocator: a kernel writes the
+    device output into a block of it, the values round-trip (numpy's x * x, float64, NaN/inf, strided
+    and empty inputs), every block comes back exactly once when the results are dropped, and 20 more
+    calls of 8 MiB blocks leave the device's free memory where it was (cudaMemGetInfo, see
+    _assert_no_device_memory_leak); the library's own allocator (none set) leaks nothing either."""
+    import gc
+
+    from ffigraph.cuda import to_host
+    from ffigraph.cuda.allocator import set_device_allocator
+
+    n = 1 << 20   # 8 MiB of float64 per block
+    x = np.linspace(-3.0, 3.0, n)
+    x[:3] = [np.nan, np.inf, -np.inf]
+    pool = _CountingDevicePool()
+
+    def call(f, outs, value, owned_by=None):
+        dev, host = f(value)
+        want = value * value
+        if owned_by is not None and value.size:
+            assert owned_by.owns(_device_address(dev), value.nbytes), "the device output is not the pool's"
+        assert_matches(host, want, outs[1].type, 0, 0, dtype="float64")
+        assert_matches(to_host(dev), want, outs[0].type, 0, 0, dtype="float64")
+        del dev, host
+        if not CPYTHON:
+            gc.collect()   # the blocks go back when the results are collected
+
+    chosen = set_device_allocator(pool.alloc, pool.free, name="counting pool")
+    try:
+        f, outs = _allocator_function()
+        assert f.maker.linker.compiled.device_allocator is chosen
+        for value in (x, x[::-3], x[:0], x[:1]):
+            call(f, outs, value, pool)
+            assert pool.blocks == {} and pool.allocs == pool.frees
+        assert pool.allocs >= 3   # the output's block at least, every non-empty call
+        # a leak of the blocks: 2 x 8 MiB a call
+        _assert_no_device_memory_leak(lambda: call(f, outs, x, pool), "the host's allocator")
+        assert pool.blocks == {} and pool.allocs == pool.frees
+    finally:
+        set_device_allocator()
+    f, outs = _allocator_function()          # no allocator set: the library's cudaMalloc (or pycuda's pool)
+    assert f.maker.linker.compiled.device_allocator is not chosen
+    call(f, outs, x)
+    _assert_no_device_memory_leak(lambda: call(f, outs, x), "the library's own device allocator")
 
 
 @needs_nvcc
@@ -500,7 +618,9 @@ def test_gpu_dimshuffle_is_a_view():
 @needs_nvcc
 @needs_no_gpu
 @pytest.mark.parametrize("linker", ["c", "cvm"])
-def test_device_mode_graph_builds_and_reports_cuda_errors(linker):
+def test_device_mode_graph_builds_and_reports_cuda_errors_without_gpu(linker):
+    """A device-mode graph compiles and its call reports CUDA's "no driver" error (its values on a
+    device: test_gpu_device_mode_matches_numpy)."""
     x, y = T.fmatrix("x"), T.fmatrix("y")
     f = function([x, y], (T.exp(x) * y).sum(axis=1) + T.dot(x, y.T).max(), mode=Mode(linker=linker, device="cuda"))
     with pytest.raises(CudaError) as info:
@@ -508,26 +628,85 @@ def test_device_mode_graph_builds_and_reports_cuda_errors(linker):
     _expect_no_gpu_error(info.value)
 
 
+def _identity_function():
+    """A GPU input that is also the output: a DeepCopyOp, so the result shares no memory with it."""
+    g = GpuArrayType("float32", (None,))("g")
+    return function([g], g, mode=Mode(linker="cvm")), g
+
+
 @needs_nvcc
 @needs_no_gpu
-def test_gpu_output_that_is_an_input_is_copied_on_the_device():
-    g = GpuArrayType("float32", (None,))("g")
-    f = function([g], g, mode=Mode(linker="cvm"))
+def test_gpu_output_that_is_an_input_asks_for_a_device_copy_without_gpu():
+    """The copy is a device allocation (cudaMalloc, which reports CUDA's "no driver" error here), not a
+    host memcpy of a device pointer; that it copies: test_gpu_output_that_is_an_input_is_copied_on_the_device."""
+    f, _ = _identity_function()
     assert _op_names(f) == ["DeepCopyOp"]
-    with pytest.raises(CudaError) as info:   # a device copy (not a host memcpy of a device pointer)
+    with pytest.raises(CudaError) as info:
         f(FakeCai(np.ones(4, np.float32)))
     _expect_no_gpu_error(info.value)
     assert "cudaMalloc" in str(info.value)
 
 
-@needs_nvcc
-@needs_no_gpu
-def test_a_view_alone_on_the_device_links_the_cuda_object():
+@pytest.mark.gpu
+def test_gpu_output_that_is_an_input_is_copied_on_the_device():
+    """The result of a graph whose output is its GPU input: the same bits (NaN, -0.0, inf), in a device
+    buffer that does not overlap the input's, unchanged when the input is overwritten afterwards;
+    a reversed (negative-stride) device view gives its values, in a buffer of its own."""
+    from ffigraph.cuda import runtime, to_host
+
+    f, g = _identity_function()
+    assert _op_names(f) == ["DeepCopyOp"]
+    host = np.array([1.5, -0.0, np.nan, np.inf, -np.inf, -3.25, 7.0], np.float32)
+    d = DeviceArray.from_host(host)
+    nbytes = host.nbytes
+
+    def disjoint(a, b):
+        return a + nbytes <= b or b + nbytes <= a
+
+    out = f(d)
+    assert out is not d and disjoint(_device_address(out), d.ptr), (_device_address(out), d.ptr)
+    got = to_host(out)
+    assert_matches(got, host, g.type, 0, 0, dtype="float32")
+    assert got.tobytes() == host.tobytes()                   # bit for bit: -0.0 and the NaN too
+    runtime.memcpy(ffi.cast("void *", d.ptr), ffi.from_buffer(np.zeros_like(host)), nbytes,
+                   runtime.MEMCPY_HOST_TO_DEVICE)
+    np.testing.assert_array_equal(d.get(), np.zeros_like(host))
+    assert to_host(out).tobytes() == host.tobytes()          # the copy kept its values
+
+    runtime.memcpy(ffi.cast("void *", d.ptr), ffi.from_buffer(host), nbytes, runtime.MEMCPY_HOST_TO_DEVICE)
+    reversed_view = DeviceArray(d.ptr + (host.size - 1) * 4, host.shape, np.float32, strides=(-1,), owner=d)
+    out = f(reversed_view)
+    assert disjoint(_device_address(out), d.ptr)
+    got = to_host(out)
+    assert_matches(got, host[::-1], g.type, 0, 0, dtype="float32")
+    assert got.tobytes() == host[::-1].tobytes()
+
+
+def _view_alone_function():
+    """A transpose of a GPU input, moved back: the view's library has no kernel of its own."""
     from ffigraph.cuda.views import GpuDimShuffle
 
     g = GpuArrayType("float32", (None, None))("g")
-    f = function([g], host_from_gpu(GpuDimShuffle(2, (1, 0))(g)), mode=Mode(linker="c|py"))
-    with pytest.raises(CudaError) as info:   # the view's own library loads and runs; the copy back needs CUDA
+    out = host_from_gpu(GpuDimShuffle(2, (1, 0))(g))
+    return function([g], out, mode=Mode(linker="c|py")), out
+
+
+@needs_nvcc
+@needs_no_gpu
+def test_a_view_alone_on_the_device_links_the_cuda_object_without_gpu():
+    """The view's own library loads and runs (an unlinked CUDA object would fail to load); the copy
+    back reports CUDA's "no driver" error. Its values: test_gpu_a_view_alone_on_the_device."""
+    f, _ = _view_alone_function()
+    with pytest.raises(CudaError) as info:
         f(FakeCai(np.ones((2, 3), np.float32)))
     _expect_no_gpu_error(info.value)
     assert "HostFromGpu" in str(info.value)
+
+
+@pytest.mark.gpu
+def test_gpu_a_view_alone_on_the_device():
+    f, out = _view_alone_function()
+    a = np.arange(12, dtype=np.float32).reshape(3, 4) - 5.5
+    a[0, :3] = [np.nan, np.inf, -0.0]
+    for value in (a, a[::-1, ::2], a[:0]):
+        assert_matches(f(DeviceArray.from_host(value)), value.T, out.type, 0, 0, dtype="float32")

@@ -5,7 +5,8 @@ Tiers (see tests/cuda_helpers.py):
            the cuBLAS variant's text (cuBLAS forced on; never compiled here), make_node's errors;
   nvcc     every tiled launcher compiled in ONE nvcc run, then called by hand with ABI tensors: bad
            inputs are refused with the right code, good ones reach CUDA and fail with its own
-           "no driver"/"no device" error on a GPU-less machine, never a crash;
+           "no driver"/"no device" error on a GPU-less machine, never a crash (those tests show only
+           that the error is reported, and their names end in _without_gpu);
   gpu      results against NumPy on a device (skipped without one).
 """
 import numpy as np
@@ -60,15 +61,15 @@ def with_cublas(monkeypatch):
 
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_output_type_matches_cpu_dot(case, dtype):
+def test_output_type_matches_numpy_dot(case, dtype):
     xnd, ynd = CASES[case]
     xs = (3, 5) if xnd == 2 else (5,)
     ys = (5, 4) if ynd == 2 else (5,)
     node = GpuDot().make_node(gpu_var(dtype, xnd, "x", xs), gpu_var(dtype, ynd, "y", ys))
-    host = Dot().make_node(T.tensor(dtype, xs), T.tensor(dtype, ys))
+    want = np.dot(np.zeros(xs, dtype), np.zeros(ys, dtype))   # numpy's dtype and static shape
     out = node.outputs[0].type
     assert isinstance(out, GpuArrayType)
-    assert (out.dtype, out.shape) == (host.outputs[0].type.dtype, host.outputs[0].type.shape)
+    assert (out.dtype, out.shape) == (want.dtype.name, want.shape)
     assert out.ndim == xnd + ynd - 2
 
 
@@ -240,7 +241,7 @@ def test_library_is_sm90_and_python_free(compiled):
 @needs_nvcc
 @pytest.mark.parametrize("case", sorted(CASES))
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_good_inputs_reach_cuda(compiled, case, dtype):
+def test_good_inputs_reach_cuda_without_gpu(compiled, case, dtype):
     s = good_slots(case, dtype)
     assert_no_gpu_error(s, s.call(launcher(compiled, case, dtype)))
     assert s.owned[0] == ffi.NULL
@@ -249,7 +250,7 @@ def test_good_inputs_reach_cuda(compiled, case, dtype):
 @needs_no_gpu
 @needs_nvcc
 @pytest.mark.parametrize("dx,dy", MIXED)
-def test_good_mixed_inputs_reach_cuda(compiled, dx, dy):
+def test_good_mixed_inputs_reach_cuda_without_gpu(compiled, dx, dy):
     s = good_slots("mv", dx, dy=dy)
     assert_no_gpu_error(s, s.call(launcher(compiled, "mv", dx, dy)))
 
@@ -311,8 +312,9 @@ def test_abi_misuse_is_refused(compiled):
 @needs_no_gpu
 @needs_nvcc
 @pytest.mark.parametrize("m,k,n", [(0, 5, 4), (3, 0, 4), (3, 5, 0), (0, 0, 0)])
-def test_empty_and_k0_without_allocator_reach_cuda(compiled, m, k, n):
-    # NULL data is fine for empty inputs; the result's cudaMalloc is the first CUDA call
+def test_empty_and_k0_with_no_allocator_reach_cudamalloc_without_gpu(compiled, m, k, n):
+    # NULL data is fine for empty inputs; the result's cudaMalloc is the first CUDA call (the values of
+    # empty and K == 0 products on a device: test_gpu_k0_and_empty)
     s = Slots(2, 1)
     s.set(0, (m, k), *dtype_code("int32"), data=0x1000 if m * k else 0)
     s.set(1, (k, n), *dtype_code("int32"), data=0x2000 if k * n else 0)
@@ -375,7 +377,7 @@ def test_empty_result_launches_nothing(compiled, case):
 @needs_no_gpu
 @needs_nvcc
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_failed_call_releases_its_result(compiled, case):
+def test_failed_call_releases_its_result_without_gpu(compiled, case):
     # K == 0 fills zeros with cudaMemsetAsync, which has no driver here: the result block goes back
     xnd, ynd = CASES[case]
     al = FakeDeviceAllocator()

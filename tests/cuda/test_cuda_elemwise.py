@@ -4,6 +4,10 @@ The nvcc tier compiles everything in ONE nvcc call (a module fixture): every sca
 dtype as the outputs of one Composite per dtype, a few single-op and multi-output launchers,
 and the reductions; each kernel costs nvcc ~0.1 s, so the matrix is covered by Composites
 rather than by one launcher per (op, dtype).
+
+The gpu tier compares with numpy: the references and the expected output dtypes are those of the
+CPU op tests (tests/tensor/test_elemwise.py, test_build_ops.py, test_reductions.py), spelled out
+there from the documented rules, never ffigraph's own ``compute``/``perform`` or its nodes' dtypes.
 """
 import re
 
@@ -22,8 +26,14 @@ from ffigraph.scalar.composite import Composite, const_ref
 from ffigraph.tensor.fused import FusedElemwise
 from ffigraph.tensor.fused_c import step_expression
 from ffigraph.tensor.math import ArgReduce, Reduce
-from cuda_helpers import needs_no_gpu, NO_GPU_CUDA_ERRORS, Slots, build_launchers, cubin_archs, needs_nvcc, \
-    undefined_python_symbols
+from cuda_helpers import GPU_PRESENT, needs_no_gpu, NO_GPU_CUDA_ERRORS, Slots, build_launchers, cpu_op_tests, \
+    cubin_archs, needs_nvcc, undefined_python_symbols
+from helpers import assert_matches
+
+# numpy's answers and the output dtypes of the documented rules, as the CPU op tests spell them out
+cpu_elemwise = cpu_op_tests("test_elemwise")
+cpu_build = cpu_op_tests("test_build_ops")
+cpu_reductions = cpu_op_tests("test_reductions")
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 AXES = [(), (0,), (1,), (0, 2), (1, 2), (0, 1, 2)]
@@ -222,8 +232,7 @@ def test_reduce_sources(kind):
         for axis in AXES:
             node = GpuReduce(kind, axis).make_node(gvar(dt, (None, None, None)))
             assert node.outputs[0].type.ndim == 3 - len(axis)
-            assert node.outputs[0].type.dtype == Reduce(kind, axis).make_node(T.tensor(dt, (None,) * 3)) \
-                .outputs[0].type.dtype
+            assert node.outputs[0].type.dtype == cpu_reductions.expected_dtype(kind, dt), (kind, dt)
             text = node.op.cuda_launcher(node, "ffg_cu_r")
             _check_source(text, "ffg_cu_r")
             assert ("empty axis" in text) == (kind in ("max", "min") and bool(axis))
@@ -300,7 +309,9 @@ def test_library_is_sm90_without_python(built):
 
 @needs_no_gpu
 @needs_nvcc
-def test_every_launcher_fails_with_cudas_own_error(built):
+def test_every_launcher_fails_with_cudas_own_error_without_gpu(built):
+    """Every launcher, on good (fake) device inputs, gets as far as CUDA and reports its "no driver"
+    error through the record: this shows the error is reported, not that a kernel computes."""
     lib, path, nodes = built
     for symbol, node in nodes.items():
         _assert_no_gpu(*_call(lib, symbol, node)[:3])
@@ -325,15 +336,19 @@ def test_bad_inputs_give_ffigraph_codes(built):
     assert err.code == 5
     rc, _, msg, _ = _call(lib, "ffg_cu_add", node, shapes=[[3, 4], [5, 4]])
     assert rc == 2 and "axis 0 has length 3 in input 0 but 5 in input 1" in msg
-    rc, reserved, msg, _ = _call(lib, "ffg_cu_add", node, shapes=[[3, 1], [1, 4]])   # broadcasts: no GPU then
-    _assert_no_gpu(rc, reserved, msg)
+    if not GPU_PRESENT:   # broadcasts, so it reaches CUDA (with a GPU the fake pointers would be read)
+        rc, reserved, msg, _ = _call(lib, "ffg_cu_add", node, shapes=[[3, 1], [1, 4]])
+        _assert_no_gpu(rc, reserved, msg)
     rc, _, msg, _ = _call(lib, "ffg_cu_rmax_empty", nodes["ffg_cu_rmax_empty"], shapes=[[4, 0]])
     assert rc == 2 and "cannot take the max over an empty axis" in msg
 
 
 @needs_no_gpu
 @needs_nvcc
-def test_empty_arrays(built):
+def test_empty_arrays_reach_cuda_or_succeed_without_gpu(built):
+    """Empty inputs without a device allocator: nothing to compute, but the result's cudaMalloc may
+    be the first CUDA call, so either success or CUDA's "no driver" error (the values of empty
+    results are checked on a device by test_gpu_special_composites_and_shapes and the reductions)."""
     lib, _, nodes = built
     for symbol, shapes in [("ffg_cu_add", [[0, 4], [1, 4]]), ("ffg_cu_spa", [[1, 3], [0, 3]]),
                            ("ffg_cu_r_sum_float32", [[0, 2, 0]])]:
@@ -371,7 +386,11 @@ class _Allocator:
     ("ffg_cu_add0d", [[], []], True),
     ("ffg_cu_r_sum_float32", [[2, 0, 3]], None),
 ])
-def test_launch_path_with_a_device_allocator(built, symbol, shapes, launches):
+def test_launch_path_with_a_host_memory_allocator_without_gpu(built, symbol, shapes, launches):
+    """A device allocator handing out host memory gets each launcher past its allocations: an empty
+    loop succeeds with outputs owned by the caller; a launch reports CUDA's "no driver" error and
+    everything allocated is released. (The host's allocator on a device: test_gpu_host_device_allocator
+    in test_cuda.py.)"""
     lib, _, nodes = built
     node = nodes[symbol]
     al = _Allocator()
@@ -396,13 +415,15 @@ def test_launch_path_with_a_device_allocator(built, symbol, shapes, launches):
 
 
 def _gpu_function(out_of, inputs):
+    """(function, outputs): host inputs like ``inputs`` moved to the device, ``out_of`` of them, and
+    every output moved back; the outputs are the symbolic host results (their types are checked)."""
     from ffigraph import function
     from ffigraph.cuda import gpu_from_host, host_from_gpu
 
     xs = [T.tensor(a.dtype.name, (None,) * a.ndim, "x%d" % k) for k, a in enumerate(inputs)]
     out = out_of(*[gpu_from_host(x) for x in xs])
-    outs = out if isinstance(out, (list, tuple)) else [out]
-    return function(xs, [host_from_gpu(o) for o in outs])
+    outs = [host_from_gpu(o) for o in (out if isinstance(out, (list, tuple)) else [out])]
+    return function(xs, outs), outs
 
 
 def _sample(dtype, shape, rng):
@@ -416,52 +437,143 @@ def _sample(dtype, shape, rng):
     return x
 
 
+def _tolerance(dtype, rtol32=1e-5, rtol64=1e-12):
+    """(rtol, atol) for results of ``dtype`` (the atol is the CPU tests' own: values near 0)."""
+    return {"float32": (rtol32, 1e-6), "float64": (rtol64, 1e-12)}.get(np.dtype(dtype).name, (0, 0))
+
+
+# scalar op names whose CPU test tables name them otherwise
+CPU_NAME = {"and": "and_", "or": "or_", "sign": "sgn"}
+
+
+def numpy_reference(name, dtype):
+    """(numpy's function of the inputs, the output dtype spelled out by the CPU op tests, the dtype
+    kinds the op accepts) for scalar op ``name`` on ``dtype`` inputs (a bool condition for switch)."""
+    cpu = CPU_NAME.get(name, name)
+    if cpu in cpu_elemwise.UNARY:
+        ref, out = cpu_elemwise.unary_ref(cpu, dtype)
+        return ref, out, cpu_elemwise.UNARY[cpu][2]
+    if cpu in cpu_elemwise.BINARY:
+        ref, out = cpu_elemwise.binary_ref(cpu, dtype, dtype)
+        return ref, out, cpu_elemwise.BINARY[cpu][2]
+    if name == "switch":   # the condition's dtype takes no part: the branches' dtype
+        return cpu_build._switch_ref(dtype), dtype, "biufc"
+    if name == "clip":
+        return cpu_build._clip_ref(dtype), dtype, "biuf"
+    raise AssertionError("scalar op %s has no numpy reference here: add one" % name)
+
+
 LAYOUTS = [lambda a: a, lambda a: a[::-1, ::-1], lambda a: a[:, ::2]]   # contiguous, reversed, strided
 GPU_DTYPES = ["bool", "int8", "int32", "uint16", "uint64", "float32", "float64"]
+REDUCE_DTYPES = ["bool", "int8", "uint64", "float32", "float64"]
+
+
+def test_gpu_tier_oracles_cover_every_op_and_reduction():
+    """(always) The gpu tier's oracle answers for every scalar op on every dtype of GPU_DTYPES and for
+    every reduction: the ops accept exactly the kinds the CPU tables give, a GPU node's output dtype
+    is the spelled-out one, and each reference runs. A renamed or missing table fails here, not only
+    on a machine with a GPU."""
+    rng = np.random.default_rng(0)
+    for name, sop in sorted(SCALAR_OPS.items()):
+        for dtype in GPU_DTYPES:
+            ref, out_dtype, kinds = numpy_reference(name, dtype)
+            node = op_node(sop, dtype)
+            assert (node is not None) == (np.dtype(dtype).kind in kinds), "%s on %s: accepted?" % (name, dtype)
+            if node is None:
+                continue
+            assert node.outputs[0].type.dtype == out_dtype, (name, dtype)
+            ins = [_sample(dtype, (2, 3), rng) for _ in range(sop.nin)]
+            if name == "switch":
+                ins[0] = ins[0] != 0
+            if name == "pow" and np.dtype(dtype).kind == "i":
+                ins[1] = np.abs(ins[1])
+            with np.errstate(all="ignore"):
+                assert np.asarray(ref(*ins)).shape == (2, 3), (name, dtype)
+    for kind in KINDS:
+        for dtype in REDUCE_DTYPES:
+            node = GpuReduce(kind, (0, 2)).make_node(gvar(dtype, (None,) * 3))
+            assert node.outputs[0].type.dtype == cpu_reductions.expected_dtype(kind, dtype), (kind, dtype)
+            assert cpu_reductions.np_reduce(kind, _sample(dtype, (2, 3, 4), rng), (0, 2), False).shape == (3,)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(SCALAR_OPS))
 def test_gpu_elemwise_matches_numpy(name):
+    """GpuElemwise(op) on every dtype of GPU_DTYPES it accepts, broadcast (5, 8) (1, 8) (5, 1) inputs in
+    three layouts, NaN/inf/-0.0 and integer zeros among them: numpy's answer, in the dtype the
+    documented rules give (tests/tensor/test_elemwise.py's tables)."""
     sop, rng = SCALAR_OPS[name], np.random.default_rng(0)
     for dtype in GPU_DTYPES:
+        ref, out_dtype, kinds = numpy_reference(name, dtype)
         node = op_node(sop, dtype)
+        assert (node is not None) == (np.dtype(dtype).kind in kinds), "%s on %s: accepted?" % (name, dtype)
         if node is None:
             continue
+        f = outs = None
         for layout in LAYOUTS:
             ins = [layout(_sample(dtype, (s[0], s[1] * 2), rng))[:, :s[1]] for s in [(5, 8), (1, 8), (5, 1)][:sop.nin]]
             if name == "switch":
                 ins[0] = ins[0] != 0
             if name == "pow" and np.dtype(dtype).kind == "i":
-                ins[1] = np.abs(ins[1])
-            out_dtype = node.outputs[0].type.dtype
-            got = _gpu_function(lambda *xs: GpuElemwise(sop)(*xs), ins)(*ins)[0]
-            np.testing.assert_allclose(got, sop.compute(ins, np.dtype(out_dtype)), equal_nan=True,
-                                       rtol=1e-5 if "32" in out_dtype else 1e-12, err_msg="%s %s" % (name, dtype))
+                ins[1] = np.abs(ins[1])   # integers to negative powers are an error (as on the CPU)
+            if f is None:
+                f, outs = _gpu_function(lambda *xs: GpuElemwise(sop)(*xs), ins)
+            with np.errstate(all="ignore"):
+                want = ref(*ins)
+            rtol, atol = _tolerance(out_dtype)
+            try:
+                assert_matches(f(*ins)[0], want, outs[0].type, rtol, atol, dtype=out_dtype)
+            except AssertionError as err:
+                raise AssertionError("%s on %s: %s" % (name, dtype, err)) from None
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shapes", [[(), ()], [(0, 3), (1, 3)], [(4, 1, 3), (1, 5, 1)]])
 def test_gpu_special_composites_and_shapes(shapes):
+    """special_composites()[0] (maximum with a NaN constant, times an inf constant, then sigmoid;
+    two outputs read input 0 only) on a device: numpy's values of each output's expression, float32,
+    and numpy's shape for it (the broadcast shape of the inputs that output reads, as on the CPU)."""
     rng = np.random.default_rng(1)
     a = special_composites()[0]
     ins = [_sample("float32", s, rng) for s in shapes]
-    got = _gpu_function(lambda *xs: GpuElemwise(a)(*xs), ins)(*ins)
-    for g, e in zip(got, a.compute(ins)):
-        np.testing.assert_allclose(g, np.broadcast_to(e, g.shape), rtol=1e-6, equal_nan=True)
+    f, outs = _gpu_function(lambda *xs: GpuElemwise(a)(*xs), ins)
+    x0, x1 = ins
+    sigmoid = cpu_elemwise.UNARY["sigmoid"][1]
+    with np.errstate(all="ignore"):
+        scaled = x0 * np.float32(np.inf)
+        want = [np.maximum(x0 + x1, np.float32(np.nan)), scaled, sigmoid(scaled)]
+    assert want[0].shape == np.broadcast(x0, x1).shape and want[1].shape == want[2].shape == x0.shape
+    got = f(*ins)
+    assert len(got) == 3
+    for k, (g, w, out) in enumerate(zip(got, want, outs)):
+        try:
+            assert_matches(g, w, out.type, 1e-6, 1e-6, dtype="float32")
+        except AssertionError as err:
+            raise AssertionError("output %d: %s" % (k, err)) from None
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", KINDS)
 def test_gpu_reduce_matches_numpy(kind):
+    """GpuReduce(kind) over every axis set of a reversed (3, 4, 5) input (and an empty (3, 0, 5) one,
+    but for max and min): numpy's answer (tests/tensor/test_reductions.py's np_reduce), in the dtype
+    the documented rules give (its expected_dtype)."""
+    import warnings
+
     rng = np.random.default_rng(2)
-    for dtype in ["bool", "int8", "uint64", "float32", "float64"]:
+    for dtype in REDUCE_DTYPES:
+        out_dtype = cpu_reductions.expected_dtype(kind, dtype)
+        rtol, atol = _tolerance(out_dtype, rtol32=1e-4)
         for axis in AXES:
+            f = outs = None
             for shape in [(3, 4, 5), (3, 0, 5)] if kind not in ("max", "min") else [(3, 4, 5)]:
                 x = _sample(dtype, shape, rng)[:, ::-1]
-                node = Reduce(kind, axis).make_node(T.tensor(dtype, (None,) * 3))
-                cell = [None]
-                node.op.perform(node, [x], [cell])
-                got = _gpu_function(lambda g: GpuReduce(kind, axis)(g), [x])(x)[0]
-                np.testing.assert_allclose(got, cell[0], rtol=1e-4 if dtype == "float32" else 1e-12,
-                                           equal_nan=True, err_msg="%s %s %s" % (dtype, axis, shape))
+                if f is None:
+                    f, outs = _gpu_function(lambda g: GpuReduce(kind, axis)(g), [x])
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)   # the mean of nothing is NaN
+                    want = cpu_reductions.np_reduce(kind, x, axis, False)
+                try:
+                    assert_matches(f(x)[0], want, outs[0].type, rtol, atol, dtype=out_dtype)
+                except AssertionError as err:
+                    raise AssertionError("%s %s %s: %s" % (dtype, axis, shape, err)) from None

@@ -264,21 +264,31 @@ def test_gpu_example_inputs_are_host_arrays(gpu_input):
 # ------------------------------------------------------------------ on a real GPU
 
 
+def _assert_same(got, want):
+    """Equal values, dtype and shape (what the example prints is exact: %.17g)."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert (got.dtype, got.shape) == (want.dtype, want.shape), (got.dtype, got.shape, want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.gpu
-def test_examples_print_what_python_computes(transfer, gpu_input):
+def test_examples_print_what_numpy_computes(transfer, gpu_input):
+    """Each example (no Python) and the Python function print/return numpy's answers: X * 2 and its
+    sum for ``transfer``; X and X * 2 for ``gpu_input`` (a device input, a device output)."""
     from ffigraph.cuda import DeviceArray, to_host
 
     f, bundle, env = transfer
     printed = parse_printed(run(["./example"], bundle.directory, env).stdout)
     names = [str(v) for v in f.maker.fgraph.outputs]
-    twice, total = f(X)
-    np.testing.assert_array_equal(printed[("output", names[0])], twice)
-    np.testing.assert_array_equal(printed[("output", names[1])], total)
+    want = [X * 2, np.asarray((X * 2).sum())]
+    for name, got, w in zip(names, f(X), want):
+        _assert_same(printed[("output", name)], w)
+        _assert_same(got, w)
 
     f, bundle, env = gpu_input
     printed = parse_printed(run(["./example"], bundle.directory, env).stdout)
     names = [str(v) for v in f.maker.fgraph.outputs]
-    back, doubled = f(DeviceArray.from_host(X))
-    np.testing.assert_array_equal(printed[("output", names[0])], to_host(back))
-    np.testing.assert_array_equal(printed[("output", names[1])], to_host(doubled))
-    np.testing.assert_array_equal(printed[("output", names[1])], X * 2)
+    want = [X, X * 2]
+    for name, got, w in zip(names, f(DeviceArray.from_host(X)), want):
+        _assert_same(printed[("output", name)], w)
+        _assert_same(to_host(got), w)
