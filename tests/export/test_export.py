@@ -3,7 +3,7 @@ C++ hosts, two threads, bad input, and the c_callable linker.
 
 Each export is built with ``make`` in an environment whose PATH holds only make and the C
 toolchain (no python) and no PYTHON* variables, then run; its printed numbers are compared
-with the Python call.
+with numpy's answer for the graph (written out in numpy by each test, never ffigraph's own call).
 """
 from __future__ import annotations
 
@@ -36,11 +36,28 @@ def build_and_run(bundle, env, *args):
     return run(["./example"] + list(args), bundle.directory, env)
 
 
+SEED_S = np.array([20.0, 23.0, 26.0, 29.0])
+
+
 def seed_function(mode=None):
     """The seed's example: a 3x4 matrix input; outputs x*2 and a column sum plus a shared vector."""
     x = T.dmatrix("x")
-    s = ffigraph.shared(np.array([20.0, 23.0, 26.0, 29.0]), name="s")
+    s = ffigraph.shared(SEED_S.copy(), name="s")
     return ffigraph.function([x], [x * 2, x.sum(axis=0) + s], name="seed", mode=mode)
+
+
+def seed_numpy(x):
+    """The seed graph in numpy: ``[x * 2, x.sum(axis=0) + s]``."""
+    return [x * 2, x.sum(axis=0) + SEED_S]
+
+
+def assert_printed(got, want):
+    """A printed array equals numpy's ``want``: dtype, shape and every value (NaN == NaN, -0.0 != 0.0)."""
+    want = np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape, (got.dtype, got.shape, want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+    if want.dtype.kind == "f":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
 
 
 @pytest.fixture(scope="module")
@@ -60,13 +77,14 @@ def seed(tmp_path_factory):
 def test_seed_example_builds_and_runs_without_python(seed):
     f, bundle, env, printed = seed
     x = np.arange(12.0).reshape(3, 4)   # what main.c fills a (?, ?) input with: 0, 1, 2, ... in 3x4
-    twice, total = f(x)
+    twice, total = seed_numpy(x)
     got = parse_printed(printed)
     names = [str(v) for v in f.maker.fgraph.outputs]
-    np.testing.assert_array_equal(got[("output", names[0])], twice)
-    np.testing.assert_array_equal(got[("output", names[1])], total)
+    assert sorted(got) == sorted([("output", names[0]), ("output", names[1]), ("shared", "s")]), sorted(got)
+    assert_printed(got[("output", names[0])], twice)
+    assert_printed(got[("output", names[1])], total)
     np.testing.assert_array_equal(total, [32.0, 38.0, 44.0, 50.0])   # the numbers the seed text prints
-    np.testing.assert_array_equal(got[("shared", "s")], [20.0, 23.0, 26.0, 29.0])
+    assert_printed(got[("shared", "s")], SEED_S)
 
 
 def test_seed_folder_holds_what_the_issue_lists(seed):
@@ -114,10 +132,10 @@ def test_example_inputs_are_shipped_and_used(tmp_path):
     bundle = f.export(str(tmp_path / "b"), example_inputs=[x])
     assert os.path.basename(bundle.input_files["x"]) == "input_x.npy"
     printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path)).stdout)
-    twice, total = f(x)
+    twice, total = seed_numpy(x)   # 1e300 * 2 stays finite, inf stays inf, -0.0 * 2 is -0.0
     names = [str(v) for v in f.maker.fgraph.outputs]
-    np.testing.assert_array_equal(printed[("output", names[0])], twice)
-    np.testing.assert_array_equal(printed[("output", names[1])], total)
+    assert_printed(printed[("output", names[0])], twice)
+    assert_printed(printed[("output", names[1])], total)
 
 
 def test_c_callable_linker_exports_and_says_where(tmp_path):
@@ -152,7 +170,24 @@ def test_library_dir_of_plain_functions():
 # ------------------------------------------------------------------ shared state and training from C
 
 
-def test_training_step_100_runs_from_c_equals_python(tmp_path):
+def numpy_training(x, y, steps):
+    """``(w, b, prediction, cost)`` after ``steps`` steps of examples/logistic_regression.py's gradient
+    descent from w = 0, b = 0, written by hand in numpy; ``prediction`` and ``cost`` are the last
+    step's outputs (computed before its update, as ``train`` returns them).
+
+    p = sigmoid(x.w + b), cost = mean(-y log p - (1-y) log(1-p)) + L2 |w|^2,
+    d cost / dw = x.T (p - y) / n + 2 L2 w, d cost / db = mean(p - y)."""
+    from logistic_regression import L2, LEARNING_RATE
+
+    w, b = np.zeros(x.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1.0 / (1.0 + np.exp(-(x.dot(w) + b)))
+        prediction, cost = p > 0.5, np.mean(-y * np.log(p) - (1 - y) * np.log(1 - p)) + L2 * np.sum(w ** 2)
+        w, b = w - LEARNING_RATE * (x.T.dot(p - y) / x.shape[0] + 2 * L2 * w), b - LEARNING_RATE * np.mean(p - y)
+    return w, b, prediction, cost
+
+
+def test_training_step_100_runs_from_c_equals_numpy(tmp_path):
     from logistic_regression import build, make_data
 
     x, y = make_data()
@@ -163,14 +198,20 @@ def test_training_step_100_runs_from_c_equals_python(tmp_path):
     saved.mkdir()
     out = build_and_run(bundle, env, "-n", "100", "-s", str(saved))
     assert "100 run(s) succeeded" in out.stdout
-    for _ in range(100):
-        train(x, y)
+    w_ref, b_ref, prediction_ref, cost_ref = numpy_training(x, y, 100)
+    assert np.abs(w_ref).max() > 1e-3   # it did train
     w_c, b_c = np.load(str(saved / "w.npy")), np.load(str(saved / "b.npy"))
-    assert np.abs(w.get_value()).max() > 1e-3   # it did train
-    np.testing.assert_allclose(w_c, w.get_value(), rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(b_c, b.get_value(), rtol=1e-12, atol=1e-15)
+    assert w_c.dtype == np.float64 and b_c.dtype == np.float64 and b_c.shape == ()
+    # float64 against numpy after 100 steps: a few ulps per step, far below 1e-10
+    np.testing.assert_allclose(w_c, w_ref, rtol=1e-10, atol=1e-10 * np.abs(w_ref).max())
+    np.testing.assert_allclose(b_c, b_ref, rtol=1e-10, atol=0)
     printed = parse_printed(out.stdout)
-    np.testing.assert_allclose(printed[("shared", "w")], w.get_value(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(printed[("shared", "w")], w_ref, rtol=1e-10, atol=1e-10 * np.abs(w_ref).max())
+    np.testing.assert_allclose(printed[("shared", "b")], b_ref, rtol=1e-10, atol=0)
+    prediction_name, cost_name = [str(v) for v in train.maker.fgraph.outputs[:2]]
+    assert_printed(printed[("output", prediction_name)], prediction_ref)
+    assert printed[("output", cost_name)].dtype == np.float64
+    np.testing.assert_allclose(printed[("output", cost_name)], cost_ref, rtol=1e-10, atol=0)
 
 
 def test_updates_run_inside_the_handle(tmp_path):
@@ -183,13 +224,20 @@ def test_updates_run_inside_the_handle(tmp_path):
     saved = tmp_path / "after"
     saved.mkdir()
     printed = parse_printed(build_and_run(bundle, no_python_env(tmp_path), "-n", "5", "-s", str(saved)).stdout)
+    # numpy: each call returns [a, a * x], then a <- b, b <- a + x, n <- n + 1 (from the old values)
+    xv = np.array([0.5, -1.0, 4.0])
+    a_ref, b_ref, n_ref = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0]), np.int64(0)
     for _ in range(5):
-        outs = f(np.array([0.5, -1.0, 4.0]))
-    np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[0]))], outs[0])
-    np.testing.assert_array_equal(printed[("output", str(f.maker.fgraph.outputs[1]))], outs[1])
-    for var in (a, bvar, n):
-        np.testing.assert_array_equal(np.load(str(saved / ("%s.npy" % var.name))), var.get_value())
-    assert n.get_value() == 5
+        outs = [a_ref, a_ref * xv]
+        a_ref, b_ref, n_ref = b_ref, a_ref + xv, n_ref + 1
+    assert_printed(printed[("output", str(f.maker.fgraph.outputs[0]))], outs[0])
+    assert_printed(printed[("output", str(f.maker.fgraph.outputs[1]))], outs[1])
+    for name, want in (("a", a_ref), ("b", b_ref), ("n", n_ref)):
+        got = np.load(str(saved / ("%s.npy" % name)))
+        assert got.dtype == np.asarray(want).dtype and got.shape == np.shape(want), (name, got.dtype, got.shape)
+        np.testing.assert_array_equal(got, want)
+        assert_printed(printed[("shared", name)], want)
+    assert n_ref == 5
 
 
 def test_example_reports_errors_through_the_error_record(tmp_path):
