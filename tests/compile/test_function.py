@@ -8,6 +8,7 @@ from ffigraph import In, Mode, Out, function, shared
 from ffigraph.compile.mode import get_mode, predefined_modes
 from ffigraph.compile.ops import DeepCopyOp
 from ffigraph.graph import MissingInputError
+from ffigraph.tensor.type import TensorType
 
 
 def test_single_output_and_list_output(mode):
@@ -269,13 +270,34 @@ def test_shared_rejects_unknown_values():
         shared(T.dvector())
 
 
-def test_trust_input_skips_filtering(mode):
+def test_trust_input_skips_filtering(mode, monkeypatch):
     x, y = T.dvector("x"), T.dvector("y")
-    f = function([x, y], x + y, mode=mode, trust_input=True)
-    a = np.array([1.0, 2.0])
-    np.testing.assert_array_equal(f(a, a), [2.0, 4.0])
+    trusted = function([x, y], x + y, mode=mode, trust_input=True)
+    checked = function([x, y], x + y, mode=mode)
+    filtered = []
+    real_filter = TensorType.filter
+
+    def counting_filter(self, data, *args, **kwargs):
+        filtered.append(data)
+        return real_filter(self, data, *args, **kwargs)
+
+    monkeypatch.setattr(TensorType, "filter", counting_filter)
+    a, b = np.array([1.0, 2.0]), np.array([10.0, 20.0])
+    np.testing.assert_array_equal(trusted(a, b), [11.0, 22.0])
+    assert filtered == [], "trust_input=True still filtered its inputs"
+    np.testing.assert_array_equal(checked(a, b), [11.0, 22.0])
+    assert [id(v) for v in filtered] == [id(a), id(b)], "trust_input=False filters each input once"
+    # filtering is what turns a list into an array
+    del filtered[:]
+    np.testing.assert_array_equal(checked([1.0, 2.0], b), [11.0, 22.0])
+    assert len(filtered) == 2
+    trusted.trust_input = False   # the setting can be changed on a compiled function
+    np.testing.assert_array_equal(trusted(a, b), [11.0, 22.0])
+    assert len(filtered) == 4
+    trusted.trust_input = True
     with pytest.raises(TypeError, match="takes 2 inputs, got 1"):
-        f(a)
+        trusted(a)
+    assert len(filtered) == 4
 
 
 def test_function_does_not_keep_input_alive(mode):

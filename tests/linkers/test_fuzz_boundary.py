@@ -40,6 +40,8 @@ def bounded_run():
         if not fuzz.sanitizers_available(work):
             pytest.skip("gcc cannot build and run a program with -fsanitize=address,undefined (no libasan/libubsan)")
         start = time.time()
+        # timeout: a hang guard only (each fuzz process is killed after 300 s, which fails the run);
+        # how long the run takes is printed, never asserted (it depends on the machine's load)
         results = fuzz.run_all(ITERATIONS, seed=20261123, workdir=work, jobs=2, timeout=300)
         return results, time.time() - start
 
@@ -48,13 +50,13 @@ def test_bounded_fuzz_run_never_crashes(bounded_run):
     results, seconds = bounded_run
     report = "\n".join(r.report() for r in results) + "\n" + fuzz.summary(results)
     print(report)
+    print("the bounded run took %.1f s" % seconds)
     assert [r.name for r in results if r.crashed] == [], report
     for r in results:
         assert r.executions >= ITERATIONS * 0.95, report    # (fresh states an allocator refused do not run)
         assert r.checks == dict(null_err_bad=0, leaks=0, bad_outputs=0, empty_messages=0), report
         assert all(accepted == 0 for _, _, accepted in r.mutations.values()), report
     assert sum(r.executions for r in results) >= 19000
-    assert seconds < 120, report
 
 
 def test_bounded_fuzz_run_reached_every_path(bounded_run):
@@ -160,7 +162,8 @@ def test_regression_strides_beyond_int64_are_an_error():
 def test_regression_empty_input_with_huge_lengths():
     """Were a signed overflow (the C-order strides of an empty array with huge lengths, its size),
     an index offset overflowing on a huge axis, and a reduction walking 2**62 x 2**63 empty rows
-    for ever. An empty array reaches no element: it runs (or fails cleanly), and quickly."""
+    for ever. An empty array reaches no element: it runs (or fails cleanly), and quickly (the
+    minute allowed is a hang guard, not a timing: a walk over 2**62 rows would take centuries)."""
     a = T.itensor3("a")
     raw = Raw([a], [a.sum(axis=1), T.sum(a)])
     buf = np.zeros(1, dtype="int32")
@@ -173,7 +176,7 @@ def test_regression_empty_input_with_huge_lengths():
     assert code == FFG_OK, message   # sum(axis=1): (0, 2**63 - 1), empty; the sum of nothing: 0
     assert ffi.cast("int64_t *", outs[1].tensor.data)[0] == 0
     raw.release(outs)
-    assert time.time() - start < 5
+    assert time.time() - start < 60, "the empty arrays' calls took a minute: a walk over their huge axes?"
     x, i = T.lmatrix("x"), T.lscalar("i")
     raw = Raw([x, i], [x[i]])
     idx = np.array([2**62 - 5], dtype="int64")

@@ -20,26 +20,29 @@ _FUNCS = {}
 def _graphs():
     def elemwise():
         x, y = T.dmatrix("x"), T.dvector("y")
-        return [x, y], [T.exp(-abs(x)) * y + x], lambda x, y: [np.exp(-np.abs(x)) * y + x]
+        return [x, y], [T.exp(-abs(x)) * y + x], lambda x, y: [np.exp(-np.abs(x)) * y + x], ["float64"]
 
     def reduce_int():
         a = T.itensor3("a")
         return [a], [a.sum(axis=1), a.sum()], \
-            lambda a: [a.sum(axis=1, dtype="int64"), a.sum(dtype="int64")]
+            lambda a: [a.sum(axis=1, dtype="int64"), a.sum(dtype="int64")], ["int64", "int64"]
 
     def mixed():
         f, b = T.fvector("f"), T.bvector("b")
         s = T.dscalar("s")
-        return [f, b, s], [T.cast(f, "float64") * b + s], lambda f, b, s: [f.astype("float64") * b + s]
+        return [f, b, s], [T.cast(f, "float64") * b + s], lambda f, b, s: [f.astype("float64") * b + s], \
+            ["float64"]
 
+    # each: inputs, outputs, numpy's answer, and the outputs' dtypes, spelled out (native byte
+    # order, whatever the inputs' order: np.dtype("float64") != np.dtype(">f8"))
     return dict(elemwise=elemwise, reduce_int=reduce_int, mixed=mixed)
 
 
 def compiled(name, mode_name):
     key = (name, mode_name)
     if key not in _FUNCS:
-        inputs, outputs, ref = _graphs()[name]()
-        _FUNCS[key] = (ffigraph.function(inputs, outputs, mode=MODES[mode_name]()), ref, [v.type for v in inputs])
+        inputs, outputs, ref, dtypes = _graphs()[name]()
+        _FUNCS[key] = (ffigraph.function(inputs, outputs, mode=MODES[mode_name]()), ref, dtypes)
     return _FUNCS[key]
 
 
@@ -86,23 +89,29 @@ def _shapes(ndim):
     return st.tuples(*[st.integers(0, 3)] * ndim)
 
 
-def _same(a, b):
-    a, b = np.asarray(a), np.asarray(b)
-    assert a.shape == b.shape, (a.shape, b.shape)
-    if a.dtype.kind == "f":
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=0, equal_nan=True)
+def _same(got, want, dtype):
+    """``got`` is an ndarray of exactly ``dtype`` (spelled out by the graph's table, native byte
+    order), numpy's answer ``want`` has it too, and their shapes and values agree."""
+    want = np.asarray(want)
+    assert isinstance(got, np.ndarray), "expected an ndarray, got %r" % (got,)
+    assert got.dtype == np.dtype(dtype), "dtype %s, expected %s" % (got.dtype, np.dtype(dtype))
+    assert want.dtype == np.dtype(dtype), "numpy's answer has dtype %s, the test expects %s" % (want.dtype, dtype)
+    assert got.shape == want.shape, (got.shape, want.shape)
+    if got.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, equal_nan=True)
     else:
-        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(got, want)
 
 
 def _check(name, mode_name, args):
-    f, ref, _ = compiled(name, mode_name)
+    f, ref, dtypes = compiled(name, mode_name)
     before = [(np.array(a, copy=True), a.strides, a.flags.writeable) for a in args]
     got = f(*args)
     got = got if isinstance(got, list) else [got]
     want = ref(*[b[0] for b in before])
-    for g, w in zip(got, want):
-        _same(g, w)
+    assert len(got) == len(want) == len(dtypes), (len(got), len(want), len(dtypes))
+    for g, w, dtype in zip(got, want, dtypes):
+        _same(g, w, dtype)
     for a, (copy, strides, writeable) in zip(args, before):
         np.testing.assert_array_equal(a, copy)          # not modified
         assert a.strides == strides and a.flags.writeable == writeable
