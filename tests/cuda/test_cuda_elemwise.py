@@ -468,6 +468,25 @@ GPU_DTYPES = ["bool", "int8", "int32", "uint16", "uint64", "float32", "float64"]
 REDUCE_DTYPES = ["bool", "int8", "uint64", "float32", "float64"]
 
 
+def _accepted(name, sop, dtype):
+    """(numpy's reference, the spelled-out output dtype, the GPU node or None): the GPU op accepts
+    ``dtype`` exactly when the CPU tables give it a reference."""
+    ref, out_dtype, kinds = numpy_reference(name, dtype)
+    node = op_node(sop, dtype)
+    assert (node is not None) == (np.dtype(dtype).kind in kinds), "%s on %s: accepted?" % (name, dtype)
+    return ref, out_dtype, node
+
+
+def _valid_inputs(name, dtype, ins):
+    """Inputs the op is defined on: a bool condition for switch; no negative integer powers (an
+    error, as on the CPU)."""
+    if name == "switch":
+        ins[0] = ins[0] != 0
+    if name == "pow" and np.dtype(dtype).kind == "i":
+        ins[1] = np.abs(ins[1])
+    return ins
+
+
 def test_gpu_tier_oracles_cover_every_op_and_reduction():
     """(always) The gpu tier's oracle answers for every scalar op on every dtype of GPU_DTYPES and for
     every reduction: the ops accept exactly the kinds the CPU tables give, a GPU node's output dtype
@@ -476,17 +495,11 @@ def test_gpu_tier_oracles_cover_every_op_and_reduction():
     rng = np.random.default_rng(0)
     for name, sop in sorted(SCALAR_OPS.items()):
         for dtype in GPU_DTYPES:
-            ref, out_dtype, kinds = numpy_reference(name, dtype)
-            node = op_node(sop, dtype)
-            assert (node is not None) == (np.dtype(dtype).kind in kinds), "%s on %s: accepted?" % (name, dtype)
+            ref, out_dtype, node = _accepted(name, sop, dtype)
             if node is None:
                 continue
             assert node.outputs[0].type.dtype == out_dtype, (name, dtype)
-            ins = [_sample(dtype, (2, 3), rng) for _ in range(sop.nin)]
-            if name == "switch":
-                ins[0] = ins[0] != 0
-            if name == "pow" and np.dtype(dtype).kind == "i":
-                ins[1] = np.abs(ins[1])
+            ins = _valid_inputs(name, dtype, [_sample(dtype, (2, 3), rng) for _ in range(sop.nin)])
             with np.errstate(all="ignore"):
                 assert np.asarray(ref(*ins)).shape == (2, 3), (name, dtype)
     for kind in KINDS:
@@ -504,18 +517,13 @@ def test_gpu_elemwise_matches_numpy(name):
     documented rules give (tests/tensor/test_elemwise.py's tables)."""
     sop, rng = SCALAR_OPS[name], np.random.default_rng(0)
     for dtype in GPU_DTYPES:
-        ref, out_dtype, kinds = numpy_reference(name, dtype)
-        node = op_node(sop, dtype)
-        assert (node is not None) == (np.dtype(dtype).kind in kinds), "%s on %s: accepted?" % (name, dtype)
+        ref, out_dtype, node = _accepted(name, sop, dtype)
         if node is None:
             continue
         f = outs = None
         for layout in LAYOUTS:
-            ins = [layout(_sample(dtype, (s[0], s[1] * 2), rng))[:, :s[1]] for s in [(5, 8), (1, 8), (5, 1)][:sop.nin]]
-            if name == "switch":
-                ins[0] = ins[0] != 0
-            if name == "pow" and np.dtype(dtype).kind == "i":
-                ins[1] = np.abs(ins[1])   # integers to negative powers are an error (as on the CPU)
+            ins = _valid_inputs(name, dtype, [layout(_sample(dtype, (s[0], s[1] * 2), rng))[:, :s[1]]
+                                              for s in [(5, 8), (1, 8), (5, 1)][:sop.nin]])
             if f is None:
                 f, outs = _gpu_function(lambda *xs: GpuElemwise(sop)(*xs), ins)
             with np.errstate(all="ignore"):
