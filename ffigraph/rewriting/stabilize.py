@@ -1,5 +1,6 @@
 """Stabilizing rewrites: the same mathematical value in a form that does not overflow or cancel.
 
+  sigmoid written out   -> sigmoid(x)            (1/(1+exp(-x)), exp(x)/(1+exp(x)), (1+exp(-x))**-1, ...)
   log(sigmoid(x))       -> -softplus(-x)
   log(1 - sigmoid(x))   -> -softplus(x)
   1 - sigmoid(x)        -> sigmoid(-x)
@@ -8,8 +9,11 @@
   exp(x) - 1            -> expm1(x)
   log(exp(x))           -> x                     (float x)
 
-So the logistic cross-entropy ``-y*log(p) - (1-y)*log(1-p)`` with
-``p = sigmoid(z)`` stays finite for any finite z. The results can differ from
+The sigmoid and softplus forms are ``ffigraph/tensor/stable_forms.py``'s matchers, the very
+ones ``grad`` applies before differentiating: ``sigmoid(x)`` above is the op or any
+written-out form, so ``log(1 - 1/(1 + exp(-x)))`` becomes ``-softplus(x)`` too. The
+logistic cross-entropy ``-y*log(p) - (1-y)*log(1-p)`` with ``p = sigmoid(z)``, however
+written, stays finite for any finite z. The results can differ from
 the original graph's in the last bits (they are closer to the exact value),
 and where the original overflowed or underflowed (log(0) = -inf, inf - inf)
 they are the finite exact value. NaN stays NaN and +-inf map as the exact
@@ -21,7 +25,9 @@ as the functions themselves do, so that ``-x`` is taken in floats (an int8
 -128 negated would wrap). ``log(1 + x)`` and ``exp(x) - 1`` fire only when the
 ``+``/``-`` already works in the output's float dtype (for integers 1 + x
 could wrap, and a float64 constant beside a float32 x would make the original
-compute in float64).
+compute in float64). The sigmoid and softplus forms cast their argument to the
+output's dtype, so ``1/(1 + exp(-x))`` with float32 x and float64 constants
+becomes ``sigmoid(float64(x))``.
 """
 from __future__ import annotations
 
@@ -30,16 +36,10 @@ import numpy as np
 from ffigraph.graph.rewriting import node_rewriter
 from ffigraph.rewriting.canonicalize import is_constant_equal, owner_name, elemwise_name, same_type
 from ffigraph.rewriting.groups import register_stabilize
+from ffigraph.tensor import stable_forms
 from ffigraph.tensor.basic import cast
 from ffigraph.tensor.elemwise import Elemwise
 from ffigraph.tensor.math import ELEMWISE
-
-
-def _neg(x):
-    """-x, with -(-y) written as y."""
-    if owner_name(x) == "neg" and x.owner.inputs[0].type.dtype == x.type.dtype:
-        return x.owner.inputs[0]
-    return ELEMWISE["neg"](x)
 
 
 def _float_input(fn_out):
@@ -49,16 +49,6 @@ def _float_input(fn_out):
 
 def _is_float(var):
     return np.dtype(var.type.dtype).kind == "f"
-
-
-def _one_minus(var):
-    """y when ``var`` is ``1 - y`` (a size-1 constant 1, computed in var's dtype), else None."""
-    if owner_name(var) != "sub":
-        return None
-    c, y = var.owner.inputs
-    if is_constant_equal(c, 1) and y.type.dtype == var.type.dtype and y.ndim == var.ndim:
-        return y
-    return None
 
 
 def _one_plus(var):
@@ -81,38 +71,19 @@ def _result(out, new):
     return [new] if same_type(out, new) else None
 
 
-@node_rewriter([Elemwise], name="local_log_sigmoid")
-def local_log_sigmoid(fgraph, node):
-    """log(sigmoid(x)) -> -softplus(-x)  (log(sigmoid(-800)) is -800, not log(0) = -inf)."""
-    if elemwise_name(node) != "log":
-        return None
-    s = node.inputs[0]
-    if owner_name(s) != "sigmoid" or s.type.dtype != node.outputs[0].type.dtype:
-        return None
-    x = _float_input(s)
-    return _result(node.outputs[0], _neg(ELEMWISE["softplus"](_neg(x))))
+def _form_rewriter(name, form):
+    """A node rewriter that replaces a node's output by ``form``'s stable replacement of it."""
+    def rewrite(fgraph, node):
+        new = form(node.outputs[0])
+        return None if new is None else _result(node.outputs[0], new)
+    rewrite.__doc__ = form.__doc__
+    return node_rewriter([Elemwise], name=name)(rewrite)
 
 
-@node_rewriter([Elemwise], name="local_log_one_minus_sigmoid")
-def local_log_one_minus_sigmoid(fgraph, node):
-    """log(1 - sigmoid(x)) -> -softplus(x)."""
-    if elemwise_name(node) != "log":
-        return None
-    s = _one_minus(node.inputs[0])
-    if s is None or owner_name(s) != "sigmoid" or s.type.dtype != node.outputs[0].type.dtype:
-        return None
-    x = _float_input(s)
-    return _result(node.outputs[0], _neg(ELEMWISE["softplus"](x)))
-
-
-@node_rewriter([Elemwise], name="local_one_minus_sigmoid")
-def local_one_minus_sigmoid(fgraph, node):
-    """1 - sigmoid(x) -> sigmoid(-x)  (1 - sigmoid(800) is 0 after rounding; sigmoid(-800) is not)."""
-    s = _one_minus(node.outputs[0]) if elemwise_name(node) == "sub" else None
-    if s is None or owner_name(s) != "sigmoid":
-        return None
-    x = _float_input(s)
-    return _result(node.outputs[0], ELEMWISE["sigmoid"](_neg(x)))
+local_sigmoid_written_out = _form_rewriter("local_sigmoid_written_out", stable_forms.written_sigmoid)
+local_log_sigmoid = _form_rewriter("local_log_sigmoid", stable_forms.log_sigmoid)
+local_log_one_minus_sigmoid = _form_rewriter("local_log_one_minus_sigmoid", stable_forms.log_one_minus_sigmoid)
+local_one_minus_sigmoid = _form_rewriter("local_one_minus_sigmoid", stable_forms.one_minus_sigmoid)
 
 
 @node_rewriter([Elemwise], name="local_log1p")
@@ -126,21 +97,7 @@ def local_log1p(fgraph, node):
     return _result(node.outputs[0], ELEMWISE["log1p"](y))
 
 
-@node_rewriter([Elemwise], name="local_log1p_exp")
-def local_log1p_exp(fgraph, node):
-    """log1p(exp(x)) and log(1 + exp(x)) -> softplus(x)  (log1p(exp(800)) is inf, softplus(800) is 800)."""
-    name = elemwise_name(node)
-    if name == "log1p":
-        e = node.inputs[0]
-    elif name == "log":
-        e = _one_plus(node.inputs[0])
-        if e is None:
-            return None
-    else:
-        return None
-    if owner_name(e) != "exp" or e.type.dtype != node.outputs[0].type.dtype:
-        return None
-    return _result(node.outputs[0], ELEMWISE["softplus"](_float_input(e)))
+local_log1p_exp = _form_rewriter("local_log1p_exp", stable_forms.softplus_form)
 
 
 @node_rewriter([Elemwise], name="local_expm1")
@@ -170,7 +127,7 @@ def local_log_exp(fgraph, node):
 
 
 STABILIZE_REWRITES = (
-    local_log_sigmoid, local_log_one_minus_sigmoid, local_one_minus_sigmoid, local_log1p,
+    local_sigmoid_written_out, local_log_sigmoid, local_log_one_minus_sigmoid, local_one_minus_sigmoid, local_log1p,
     local_log1p_exp, local_expm1, local_log_exp,
 )
 
