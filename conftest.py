@@ -37,6 +37,7 @@ OP_MATRIX = (
     "tests/tensor/test_build_ops.py", "tests/tensor/test_arange.py", "tests/tensor/test_inc_subtensor.py",
     "tests/tensor/test_sum_to_shape.py", "tests/tensor/test_grad_ops.py", "tests/scalar/test_vmath.py",
     "tests/rewriting/test_fusion.py", "tests/rewriting/test_rewrites_canonical.py",
+    "tests/tensor/test_reduce_acc_dtype.py",
 )
 # The sanitizer phase (CPython, generated C built with ASan and UBSan) runs one case per test
 # function and op (--one-per-test) of these: every op, the failure paths (bad input, failing ops,

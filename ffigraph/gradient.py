@@ -4,8 +4,14 @@
 calling each op's ``L_op(inputs, outputs, output_grads)``. An op answers,
 per input, a gradient variable, ``disconnected_type()`` (the output does not
 depend on that input, e.g. a shape or an index) or ``grad_undefined(...)``
-(the derivative does not exist). Integer and boolean values carry no
-gradient: paths through them give zeros, as in Theano.
+(the derivative does not exist).
+
+Integers and bools follow PyTensor's op contract: gradients are always float,
+but an integer variable has one like any other (the gradient w.r.t. an int
+input equals the one w.r.t. a float input of the same values, and the
+gradient of a cost w.r.t. itself is 1 in floatX even for an int cost). An op
+that is piecewise constant (a cast to an int, a comparison, floor, argmax,
+integer arithmetic, ...) gives zero gradients through its own ``L_op``.
 """
 from __future__ import annotations
 
@@ -99,9 +105,15 @@ def _is_null(v):
 
 
 def _carries_gradient(v):
-    """Only float tensors carry gradients; ints and bools are piecewise constant."""
+    """A float (or complex) tensor: its gradients take its dtype. An integer or bool variable has
+    float gradients (floatX where grad makes one up)."""
     dtype = getattr(v.type, "dtype", None)
     return dtype is not None and np.dtype(dtype).kind in "fc"
+
+
+def _is_discrete(v):
+    dtype = getattr(getattr(v, "type", None), "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "biu"
 
 
 # ------------------------------------------------------------------ grad
@@ -131,12 +143,30 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     for i, w in enumerate(wrt_list):
         if not isinstance(w, Variable):
             raise TypeError("grad: wrt[%d] must be a symbolic Variable, got %r" % (i, w))
+    cost = _stabilized_cost(cost, wrt_list, known_grads, consider_constant)
     seeds = _seed_gradients(cost, known_grads, as_tensor_variable)
     blocked = set(consider_constant or ())
     grads, reached = _backpropagate(seeds, wrt_list, blocked)
     results = [_final_gradient(w, grads, reached, disconnected_inputs, return_disconnected,
                                null_gradients) for w in wrt_list]
     return results[0] if single else results
+
+
+def _stabilized_cost(cost, wrt_list, known_grads, consider_constant):
+    """The cost rebuilt with sigmoid and softplus, however written, in their stable forms.
+
+    ``log(1 / (1 + exp(-z)))`` and the like differentiate to 0 * inf = NaN once the sigmoid
+    rounds to 0 or 1; their stable forms (``-softplus(-z)``, ``ffigraph/tensor/stable_forms.py``)
+    have finite gradients everywhere. The rebuild is a new graph (the caller's is unchanged), and
+    the variables the caller named (``wrt``, the keys of ``known_grads``, ``consider_constant``)
+    keep their identity: they are neither replaced nor looked through.
+    """
+    if not isinstance(cost, Variable):
+        return cost   # _seed_gradients says what is wrong with it
+    from ffigraph.tensor.stable_forms import stabilize_graph
+
+    named = list(wrt_list) + list(known_grads or ()) + list(consider_constant or ())
+    return stabilize_graph([cost], keep=[v for v in named if isinstance(v, Variable)])[0]
 
 
 def _check_choice(name, value, choices):
@@ -153,14 +183,23 @@ def _seed_gradients(cost, known_grads, as_tensor_variable):
         if getattr(cost.type, "ndim", None) != 0:
             raise TypeError("grad: cost must be a scalar (0-d), but %s has %s dimensions"
                             % (cost, getattr(cost.type, "ndim", "no")))
-        if _carries_gradient(cost):
-            seeds[cost] = as_tensor_variable(np.ones((), dtype=cost.type.dtype))
-        else:
-            seeds[cost] = None  # an integer cost: connected, with zero gradient
+        # d cost / d cost = 1, in the cost's dtype, or floatX for an int or bool cost (PyTensor's
+        # _float_ones_like): whether the gradient goes on through the op that made an int cost is
+        # that op's business (its L_op gives zeros when it is piecewise constant)
+        from ffigraph.config import config
+
+        seeds[cost] = as_tensor_variable(np.ones((), dtype=cost.type.dtype if _carries_gradient(cost)
+                                                  else config.floatX))
     for var, g in (known_grads or {}).items():
         if not isinstance(var, Variable):
             raise TypeError("grad: known_grads keys must be Variables, got %r" % (var,))
+        if _is_null(g):
+            seeds[var] = g   # "not differentiable here": undefined for everything it depends on
+            continue
         g = as_tensor_variable(g)
+        if _is_discrete(g):
+            raise TypeError("grad: the known gradient %s of %s has dtype %s; gradients are always float "
+                            "(an int variable's too)" % (g, var, g.type.dtype))
         if g.ndim != var.type.ndim:
             raise ValueError("grad: known gradient %s of %s has %d dimensions, the variable %d"
                              % (g, var, g.ndim, var.type.ndim))
@@ -196,8 +235,10 @@ def _backpropagate(seeds, wrt_list, blocked):
                 reached.add(var)
         output_grads = [_summed(terms.get(o, ())) for o in node.outputs]
         if all(g is None for g in output_grads):
-            continue  # only integer paths or zero gradients reach this node
-        input_grads = _call_l_op(node, output_grads)
+            continue  # only zero gradients reach this node
+        nulls = [g for g in output_grads if _is_null(g)]
+        # an undefined output gradient makes every connected input's undefined (the op is not asked)
+        input_grads = [nulls[0]] * len(node.inputs) if nulls else _call_l_op(node, output_grads)
         for i, var in enumerate(node.inputs):
             if not (inputs_wanted[i] and connected[i]):
                 continue
@@ -207,8 +248,7 @@ def _backpropagate(seeds, wrt_list, blocked):
             if _is_null(g):
                 terms[var].append(g)
                 continue
-            if _carries_gradient(var):
-                terms[var].append(_fit_to(g, var, node))
+            terms[var].append(_fit_to(g, var, node, i))
     return terms, reached
 
 
@@ -251,6 +291,10 @@ def _call_l_op(node, output_grads):
     for out, g in zip(node.outputs, output_grads):
         if g is None:
             g = zeros_like(out) if _carries_gradient(out) else disconnected_type()
+        elif _carries_gradient(out) and not _is_null(g) and getattr(g.type, "dtype", out.type.dtype) != out.type.dtype:
+            # a float output's gradient has the output's dtype (PyTensor casts it so); an int
+            # output's is left as it is (a float)
+            g = _fit_to(g, out, node, None)
         filled.append(g)
     try:
         result = node.op.L_op(list(node.inputs), list(node.outputs), filled)
@@ -264,8 +308,9 @@ def _call_l_op(node, output_grads):
     return result
 
 
-def _fit_to(g, var, node):
-    """Check a gradient term against its variable and give it the variable's dtype."""
+def _fit_to(g, var, node, position):
+    """Check a gradient term against its variable and give it the variable's dtype (a float
+    variable's), or check it is float (an integer variable's: gradients are never integers)."""
     from ffigraph.tensor.basic import as_tensor_variable, cast
 
     if getattr(getattr(g, "type", None), "device", "cpu") != "cpu":
@@ -278,6 +323,12 @@ def _fit_to(g, var, node):
     if g.ndim != var.type.ndim:
         raise ValueError("grad: %s returned a gradient with %d dimensions for its input %s, which has %d"
                          % (node.op, g.ndim, var, var.type.ndim))
+    if not _carries_gradient(var):
+        if _is_discrete(g):
+            raise TypeError("grad: %s returned an integer-valued gradient (dtype %s) for its input %s %s; "
+                            "gradients are always float (zeros in floatX where the op is piecewise constant)"
+                            % (node.op, g.dtype, position, var))
+        return g
     return cast(g, var.type.dtype) if g.dtype != var.type.dtype else g
 
 

@@ -268,3 +268,34 @@ def rss_bytes():
     """This process's resident size in bytes (from /proc/self/statm)."""
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+# PyTensor's accumulation rule for sum, prod and mean, spelled out for the oracles below (not read
+# from ffigraph): the default accumulator widens bools and ints to 64 bits and each float to the next
+# width; the default result dtype widens bools and ints narrower than 64 bits only.
+ACC_DTYPE = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint8": "uint64",
+             "uint16": "uint64", "uint32": "uint64", "float16": "float32", "float32": "float64",
+             "complex64": "complex128"}
+SUM_DTYPE = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "uint8": "uint64",
+             "uint16": "uint64", "uint32": "uint64"}
+
+
+def np_accumulate(kind, a, axis=None, keepdims=False, dtype=None, acc_dtype=None):
+    """numpy's ``kind`` (sum, prod or mean) of ``a`` under PyTensor's rule: ``a`` converted to the
+    accumulator dtype (``acc_dtype``, by default ACC_DTYPE's: float32 sums in float64), reduced there,
+    converted to ``dtype`` (by default SUM_DTYPE's); a mean then divides by the count in float32 (for a
+    float32 or complex64 sum) or float64 (any other). So a float32 sum is
+    ``np.sum(a.astype('float64')).astype('float32')``."""
+    a = np.asarray(a)
+    acc = np.dtype(acc_dtype or ACC_DTYPE.get(a.dtype.name, a.dtype.name))
+    out = np.dtype(dtype or SUM_DTYPE.get(a.dtype.name, a.dtype.name))
+    with np.errstate(all="ignore"):
+        total = (np.prod if kind == "prod" else np.sum)(a.astype(acc), axis=axis, keepdims=keepdims)
+        total = np.asarray(total).astype(out)
+        if kind == "mean":
+            axes = range(a.ndim) if axis is None else [axis] if np.ndim(axis) == 0 else axis
+            count = int(np.prod([a.shape[d] for d in axes], dtype=np.int64))
+            count_dtype = np.dtype("float32" if out.name in ("float32", "complex64") else "float64")
+            quotient = np.result_type(out, count_dtype)
+            total = np.asarray(total.astype(quotient) / count_dtype.type(count), dtype=quotient)
+    return total

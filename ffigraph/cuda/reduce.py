@@ -3,15 +3,16 @@
 One thread per output element (a grid-stride loop over the output, C order)
 walks the reduced axes in nested loops, through any strides. The semantics are
 ``Reduce``'s (see ``ffigraph.tensor.reduce_c``, whose per-kind plan this reuses):
-sum/prod/mean accumulate in the output dtype (integers wrap), max/min
+sum/prod/mean accumulate in ``Reduce``'s accumulator dtype (``acc_dtype``: float32 in float64,
+ints in int64, which wrap) and convert the result to the output dtype once, max/min
 propagate NaN, all/any test ``!= 0`` and give bool, mean is sum / count (0/0
 gives NaN), max/min over an empty reduced axis fail with FFG_ERR_VALUE (checked
 on the host, before any launch), and ``axis=()`` copies/converts each element.
 Float sums are a plain loop (not numpy's pairwise summation): float32 results
 may differ from numpy's in the last bits.
 
-Not on the GPU: complex values, a mean into a non-float dtype (MethodNotDefined;
-``gpu_reduce_supported`` is False).
+Not on the GPU: complex values (MethodNotDefined; ``gpu_reduce_supported`` is False). (A mean
+is always float: its ``dtype`` is the dtype of the sum it divides, as in PyTensor.)
 """
 from __future__ import annotations
 
@@ -24,13 +25,13 @@ from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.tensor.ctype import c_element_type
-from ffigraph.tensor.math import _reduce_dtype
+from ffigraph.tensor.math import reduce_acc_dtype, reduce_output_dtype
 
 KINDS = ("sum", "prod", "max", "min", "all", "any", "mean")
 
 SUPPORTED = {
     "kinds": KINDS,
-    "not_supported": "complex dtypes; a mean into a non-float dtype (MethodNotDefined)",
+    "not_supported": "complex dtypes (MethodNotDefined)",
 }
 
 
@@ -48,11 +49,11 @@ def gpu_reduce_supported(node):
 
 
 class GpuReduce(GpuKernelOp):
-    """``kind`` over ``axis`` (sorted axes) of one GPU array; ``dtype`` as for ``Reduce``."""
+    """``kind`` over ``axis`` (sorted axes) of one GPU array; ``dtype`` and ``acc_dtype`` as for ``Reduce``."""
 
-    __props__ = ("kind", "axis", "dtype")
+    __props__ = ("kind", "axis", "dtype", "acc_dtype")
 
-    def __init__(self, kind, axis, dtype=None):
+    def __init__(self, kind, axis, dtype=None, acc_dtype=None):
         if kind not in KINDS:
             raise ValueError("GpuReduce: unknown reduction %r (one of %s)" % (kind, ", ".join(KINDS)))
         axes = tuple(sorted(int(a) for a in axis))
@@ -61,11 +62,12 @@ class GpuReduce(GpuKernelOp):
         self.kind = kind
         self.axis = axes
         self.dtype = None if dtype is None else np.dtype(dtype).name
+        self.acc_dtype = None if acc_dtype is None else np.dtype(acc_dtype).name
 
     @classmethod
     def from_cpu(cls, reduce_op):
         """The GpuReduce computing what a CPU ``Reduce`` op computes."""
-        return cls(reduce_op.kind, reduce_op.axis, reduce_op.dtype)
+        return cls(reduce_op.kind, reduce_op.axis, reduce_op.dtype, getattr(reduce_op, "acc_dtype", None))
 
     def make_node(self, x):
         if not isinstance(getattr(x, "type", None), GpuArrayType):
@@ -77,7 +79,9 @@ class GpuReduce(GpuKernelOp):
                                  % (self, a, x, x.type.ndim))
         if self.kind in ("max", "min") and x.type.dtype.startswith("complex"):
             raise TypeError("%s: complex values have no order (input %s)" % (self, x))
-        out_dtype = self.dtype or _reduce_dtype(self.kind, x.type.dtype)
+        if self.kind in ("sum", "prod", "mean"):
+            reduce_acc_dtype(self, x.type.dtype, self.acc_dtype)   # a precision-losing acc_dtype: TypeError
+        out_dtype = reduce_output_dtype(self.kind, x.type.dtype, self.dtype)
         shape = tuple(s for a, s in enumerate(x.type.shape) if a not in self.axis)
         return Apply(self, [x], [GpuArrayType(out_dtype, shape)()])
 

@@ -42,9 +42,9 @@ def _gpu_version(node):
     if isinstance(op, FusedReduce) and op.kind in reduce.KINDS \
             and elemwise.has_gpu_code(op.composite, [v.type.dtype for v in ins]):
         mapped = elemwise.GpuElemwise(op.composite)(*[_on_device(v) for v in ins])
-        return [reduce.GpuReduce(op.kind, op.axis)(mapped)]
+        return [reduce.GpuReduce(op.kind, op.axis, None, op.acc_dtype)(mapped)]
     if isinstance(op, Reduce) and reduce.gpu_reduce_supported(node):
-        return [reduce.GpuReduce(op.kind, op.axis, op.dtype)(_on_device(ins[0]))]
+        return [reduce.GpuReduce.from_cpu(op)(_on_device(ins[0]))]
     if isinstance(op, Dot) and dot.gpu_dot_supported(node):
         return [dot.GpuDot()(_on_device(ins[0]), _on_device(ins[1]))]
     return None

@@ -200,6 +200,8 @@ def _fuse_reductions(fgraph):
             continue
         if node.outputs[0].type.dtype != x.type.dtype:
             continue
+        if op.accumulator_dtype(x.type.dtype) not in ("float32", "float64"):
+            continue   # (an explicit complex accumulator has no C loop)
         if isinstance(producer.op, FusedElemwise) and len(producer.outputs) == 1 and not producer.op.inplace:
             comp, inputs = producer.op.composite, producer.inputs
         elif _fusable(producer):
@@ -208,7 +210,7 @@ def _fuse_reductions(fgraph):
             continue
         if not inputs:
             continue
-        new = FusedReduce(comp, op.kind, op.axis)(*inputs)
+        new = FusedReduce(comp, op.kind, op.axis, op.acc_dtype)(*inputs)
         replace_all_validate(fgraph, [(node.outputs[0], new)], reason="fusion")
 
 

@@ -201,6 +201,35 @@ class Switch(ScalarOp):
         return upcast(dtypes[1], dtypes[2])
 
 
+class ComplexPart(ScalarOp):
+    """``real``, ``imag`` or ``angle`` (numpy's ``np.real``, ``np.imag``, ``np.angle``): of a
+    complex value, a float of its precision (float32 of complex64, float64 of complex128); of a
+    real value, the value itself (real), zero (imag), both in its dtype, or 0 or pi (angle) as a
+    float (``upgrade_to_float``), as PyTensor's Real, Imag and Angle."""
+
+    _IMPL = {"real": np.real, "imag": np.imag, "angle": np.angle}
+
+    def __init__(self, name):
+        super().__init__(name, 1, self._IMPL[name], "float" if name == "angle" else "same")
+
+    def output_dtype(self, dtypes):
+        (dtype,) = dtypes
+        dtype = np.dtype(dtype)
+        if dtype.kind == "c":
+            return "float32" if dtype.name == "complex64" else "float64"
+        return upgrade_to_float(dtype.name) if self.name == "angle" else dtype.name
+
+    def compute(self, inputs, out_dtype):
+        # (not the 'float' rule's conversion of the input to out_dtype: that drops an imaginary part)
+        with np.errstate(all="ignore"):
+            return np.asarray(self.impl(np.asarray(inputs[0]))).astype(out_dtype)
+
+
+# Not in SCALAR_TABLE (whose ops every elementwise op test and the GPU table enumerate): they
+# have C code for real values only (complex values have no C code yet).
+COMPLEX_PARTS = {name: ComplexPart(name) for name in ("real", "imag", "angle")}
+
+
 def _make(name):
     nin, impl, rule, kinds = SCALAR_TABLE[name]
     cls = Switch if name == "switch" else ScalarOp

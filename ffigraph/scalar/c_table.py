@@ -101,6 +101,13 @@ def c_expression(name, dtype, ops):
     if name == "clip":
         lo = c_expression("maximum", dtype, [a, ops[1]])[0]
         return c_expression("minimum", dtype, [lo, ops[2]])[0], None
+    # the parts of a real value (complex ones have no C code): itself, zero, and 0 or pi
+    if name == "real":
+        return a, None
+    if name == "imag":
+        return "0", None
+    if name == "angle" and kind == "f":
+        return "%s(0, %s)" % (_fn("atan2", dt), a), None
     raise MethodNotDefined("no C expression for scalar op %s on %s" % (name, dt.name))
 
 

@@ -119,11 +119,17 @@ del _p, _dt, _kind, _nd
 
 
 def cast(x, dtype):
-    """``x`` converted to ``dtype`` (no node when it already has it)."""
+    """``x`` converted to ``dtype`` (no node when it already has it).
+
+    A complex tensor converts only to a complex dtype: which real number it stands for is the
+    caller's choice (a TypeError names them), as in PyTensor."""
     x = as_tensor_variable(x)
     dtype = normalize_dtype(dtype)
     if x.dtype == dtype:
         return x
+    if x.dtype.startswith("complex") and not dtype.startswith("complex"):
+        raise TypeError("Casting from complex to real is ambiguous: consider real(), imag(), angle() or abs() "
+                        "(cast of %s, a %s, to %s)" % (x, x.dtype, dtype))
     return Elemwise(Cast(dtype))(x)
 
 
@@ -213,8 +219,9 @@ class Alloc(DelegatedCOp, Op):
 
         value, (gz,) = inputs[0], output_grads
         shape_inputs = [disconnected_type() for _ in inputs[1:]]
-        if np.dtype(value.type.dtype).kind != "f":
-            return [disconnected_type()] + shape_inputs
+        if np.dtype(value.type.dtype).kind == "c":
+            raise NotImplementedError("gradients of complex values are not implemented (%s)" % self)
+        # (an integer value gets the summed gradient too, as in PyTensor)
         lead = gz.type.ndim - value.type.ndim
         g = tsum(gz, axis=tuple(range(lead))) if lead else gz
         return [sum_to_input(g, value, [outputs[0].type.shape[lead:]])] + shape_inputs
@@ -326,10 +333,13 @@ class Join(DelegatedCOp, Op):
                              % (self.axis, [x.shape for x in inputs])) from None
 
     def L_op(self, inputs, outputs, output_grads):
-        """Each input gets its slab of the output gradient along ``axis``."""
+        """Each input gets its slab of the output gradient along ``axis``; an integer result is
+        piecewise constant, so zeros (floatX), as in PyTensor."""
         from ffigraph.tensor.shapes import shape_i
 
         (gz,) = output_grads
+        if np.dtype(outputs[0].type.dtype).kind in "biu":
+            return [zeros_like(t, dtype="floatX") for t in inputs]
         grads, start = [], constant(0, dtype="int64")
         for t in inputs:
             stop = start + shape_i(t, self.axis)
@@ -419,15 +429,16 @@ class ARange(DelegatedCOp, Op):
     def L_op(self, inputs, outputs, output_grads):
         """Element i is start + i*step: start gets sum(gz), step sum(i*gz); the length only
         jumps with stop, so stop's gradient is zero almost everywhere."""
-        from ffigraph.gradient import disconnected_type
         from ffigraph.tensor.math import sum as tsum
 
         (gz,) = output_grads
-        if np.dtype(self.dtype).kind != "f":
-            return [disconnected_type()] * 3
         start, stop, step = inputs
+        if np.dtype(self.dtype).kind != "f":
+            # integer values: piecewise constant in start and step, so zeros (floatX), as in PyTensor
+            return [zeros_like(v, dtype="floatX") for v in inputs]
         positions = cast(ARange("int64")(0, outputs[0].shape[0], 1), self.dtype)
-        return [tsum(gz), zeros_like(stop), tsum(gz * positions)]
+        stop_zeros = zeros_like(stop, dtype=None if np.dtype(stop.type.dtype).kind == "f" else "floatX")
+        return [tsum(gz), stop_zeros, tsum(gz * positions)]
 
     def infer_shape(self, fgraph, node, input_shapes):
         from ffigraph.tensor.math import and_, ceil, eq, gt, maximum, neq, sub, true_div

@@ -69,8 +69,13 @@ class DimShuffle(Op):
         return "DimShuffle{%s}" % ",".join(str(a) for a in self.new_order)
 
     def L_op(self, inputs, outputs, output_grads):
-        """Undo the shuffle: drop the inserted axes, permute back, put back the dropped ones."""
+        """Undo the shuffle: drop the inserted axes, permute back, put back the dropped ones.
+        An integer input gets zeros (floatX), as in PyTensor."""
         (gz,) = output_grads
+        if np.dtype(inputs[0].type.dtype).kind in "biu":
+            from ffigraph.tensor.basic import zeros_like
+
+            return [zeros_like(inputs[0], dtype="floatX")]
         kept_positions = [i for i, a in enumerate(self.new_order) if a != "x"]
         kept_axes = [self.new_order[i] for i in kept_positions]
         g = DimShuffle(len(self.new_order), kept_positions)(gz)

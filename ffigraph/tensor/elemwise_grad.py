@@ -5,6 +5,12 @@ A rule takes the node's inputs, its output ``z`` and the output gradient
 a tensor expression, or ``ZERO`` where the derivative vanishes almost
 everywhere (floor, sign, comparisons...). ``elemwise_input_grads`` then casts
 each term to its input's dtype and sums it back over broadcast axes.
+
+Integers follow PyTensor's scalar ops: an op with an integer or bool output
+is piecewise constant, so every input gets zeros (floatX for an integer
+input); so does a true division of two integers, and the condition of a
+switch. An integer input of an op with a float output gets its (float) term,
+as a float input would: d(x * i)/di is x.
 Constants are written as Python numbers so they stay weak and keep float32
 gradients float32.
 """
@@ -14,6 +20,7 @@ import math
 
 import numpy as np
 
+from ffigraph.config import config
 from ffigraph.tensor import math as tm
 from ffigraph.tensor.basic import cast, switch, zeros_like
 
@@ -149,18 +156,26 @@ RULES = {
     "minimum": _minimum_rule,
     "clip": _clip_rule,
     "switch": _switch_rule,
+    # the parts of a real value (complex gradients are not implemented): itself, 0, and 0 or pi
+    "real": lambda ins, z, gz: [gz],
+    "imag": lambda ins, z, gz: [ZERO],
+    "angle": lambda ins, z, gz: [ZERO],
 }
 
 
 def elemwise_input_grads(op, inputs, output, gz):
-    """Gradients of an ``Elemwise`` node's inputs, each with its input's dtype and shape."""
-    from ffigraph.gradient import disconnected_type
+    """Gradients of an ``Elemwise`` node's inputs, each with its input's shape and dtype (floatX
+    or the term's float dtype for an integer input)."""
     from ffigraph.scalar.basic import Cast
 
-    if any(np.dtype(v.type.dtype).kind == "c" for v in list(inputs) + [output]):
-        raise NotImplementedError("gradients of complex values are not implemented (%s)" % op)
     sop = op.scalar_op
-    if isinstance(sop, Cast):
+    discrete = [_is_discrete(v) for v in inputs]
+    if _is_discrete(output) or (sop.name == "true_div" and all(discrete)):
+        # piecewise constant: a step function of its inputs, so zero (not disconnected)
+        terms = [ZERO] * len(inputs)
+    elif any(np.dtype(v.type.dtype).kind == "c" for v in list(inputs) + [output]):
+        raise NotImplementedError("gradients of complex values are not implemented (%s)" % op)
+    elif isinstance(sop, Cast):
         terms = [gz]
     elif sop.name in RULES:
         terms = RULES[sop.name](inputs, output, gz)
@@ -168,14 +183,19 @@ def elemwise_input_grads(op, inputs, output, gz):
         raise NotImplementedError("no derivative rule for elementwise %s" % sop)
     result = []
     for i, (x, term) in enumerate(zip(inputs, terms)):
-        if np.dtype(x.type.dtype).kind != "f":
-            result.append(disconnected_type())  # integers carry no gradient
-        elif term is ZERO:
-            result.append(zeros_like(x))
-        else:
+        if term is ZERO:
+            result.append(zeros_like(x, dtype=config.floatX) if discrete[i] else zeros_like(x))
+            continue
+        if not discrete[i]:
             term = cast(term, x.type.dtype)
-            result.append(sum_to_input(term, x, [v.type.shape for j, v in enumerate(inputs) if j != i]))
+        elif _is_discrete(term):
+            term = cast(term, config.floatX)   # (gradients are float, an int input's too)
+        result.append(sum_to_input(term, x, [v.type.shape for j, v in enumerate(inputs) if j != i]))
     return result
+
+
+def _is_discrete(v):
+    return np.dtype(v.type.dtype).kind in "biu"
 
 
 def sum_to_input(g, x, others):

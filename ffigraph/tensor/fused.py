@@ -131,11 +131,15 @@ REDUCIBLE = ("sum", "prod", "max", "min", "mean")
 
 
 class FusedReduce(_FusedC, Op):
-    """``kind`` over ``axis`` of the single output of ``composite``, without storing it."""
+    """``kind`` over ``axis`` of the single output of ``composite``, without storing it.
 
-    __props__ = ("composite", "kind", "axis")
+    The output has the composite's dtype; sums, products and means accumulate in ``acc_dtype``
+    (None: ``Reduce``'s default, float64 for float32 values), as the ``Reduce`` it replaces.
+    """
 
-    def __init__(self, composite, kind, axis):
+    __props__ = ("composite", "kind", "axis", "acc_dtype")
+
+    def __init__(self, composite, kind, axis, acc_dtype=None):
         if composite.nout != 1:
             raise ValueError("FusedReduce needs a one-output Composite, got %d outputs" % composite.nout)
         if kind not in REDUCIBLE:
@@ -143,13 +147,19 @@ class FusedReduce(_FusedC, Op):
         self.composite = composite
         self.kind = kind
         self.axis = tuple(sorted(int(a) for a in axis))
+        self.acc_dtype = None if acc_dtype is None else np.dtype(acc_dtype).name
 
     @property
     def scalar_op(self):
         return self.composite
 
+    def accumulator_dtype(self):
+        """The dtype the reduction accumulates in (the value's own for max and min)."""
+        return self._reduce_op().accumulator_dtype(self.composite.out_dtypes()[0])
+
     def make_node(self, *inputs):
         inputs = _check_inputs(self, self.composite, inputs)
+        self.accumulator_dtype()   # a precision-losing acc_dtype is a TypeError here
         loop = _broadcast_static_shapes(self, inputs)
         shape = tuple(s for a, s in enumerate(loop) if a not in self.axis)
         return Apply(self, inputs, [TensorType(self.composite.out_dtypes()[0], shape)()])
@@ -157,7 +167,7 @@ class FusedReduce(_FusedC, Op):
     def _reduce_op(self):
         from ffigraph.tensor.math import Reduce
 
-        return Reduce(self.kind, self.axis, self.composite.out_dtypes()[0])
+        return Reduce(self.kind, self.axis, self.composite.out_dtypes()[0], self.acc_dtype)
 
     def perform(self, node, inputs, output_storage):
         (value,) = _run(self, node, self.composite, inputs)
@@ -182,5 +192,10 @@ class FusedReduce(_FusedC, Op):
     def c_code(self, node, name, inputs, outputs, sub):
         from ffigraph.tensor.fused_c import fused_reduce_c_code
 
-        return fused_reduce_c_code(self, node, inputs, outputs, sub)
+        return fused_reduce_c_code(self, node, name, inputs, outputs, sub)
+
+    def c_code_cleanup(self, node, name, inputs, outputs, sub):
+        from ffigraph.tensor.fused_c import fused_reduce_c_cleanup
+
+        return fused_reduce_c_cleanup(self, node, name, sub)
 

@@ -394,11 +394,12 @@ def _combine(kind, acc, v):
     return "((%s %s %s || %s != %s) ? %s : %s)" % (v, cmp, acc, v, v, v, acc)  # NaN wins, as in numpy
 
 
-def _block_fold(kind, ct, src, dst):
-    """Fold t[0..m) into *dst; sums and products use eight independent lanes (vectorisable)."""
+def _block_fold(kind, at, src, dst):
+    """Fold t[0..m) into *dst (of the accumulator's C type ``at``); sums and products use eight
+    independent lanes (vectorisable)."""
     if kind in ("max", "min"):
         return ["{",
-                "    %s acc = *%s;" % (ct, dst),
+                "    %s acc = *%s;" % (at, dst),
                 "    for (j = 0; j < m; ++j) acc = %s;" % _combine(kind, "acc", "%s[j]" % src),
                 "    *%s = acc;" % dst,
                 "}"]
@@ -407,8 +408,8 @@ def _block_fold(kind, ct, src, dst):
     lanes = " ".join("l[%d] %s= %s[j + %d];" % (q, op, src, q) for q in range(8))
     total = "((l[0] {o} l[1]) {o} (l[2] {o} l[3])) {o} ((l[4] {o} l[5]) {o} (l[6] {o} l[7]))".format(o=op)
     return ["{",
-            "    %s l[8] = {%s};" % (ct, ", ".join([ident] * 8)),
-            "    %s acc;" % ct,
+            "    %s l[8] = {%s};" % (at, ", ".join([ident] * 8)),
+            "    %s acc;" % at,
             "    for (j = 0; j + 8 <= m; j += 8) { %s }" % lanes,
             "    acc = %s;" % total,
             "    for (; j < m; ++j) acc %s= %s[j];" % (op, src),
@@ -416,14 +417,31 @@ def _block_fold(kind, ct, src, dst):
             "}"]
 
 
-def fused_reduce_c_code(op, node, ins, outs, sub):
+def _uses_temporary(op, node):
+    """The accumulator's dtype is not the output's (a float32 sum accumulates in float64): the
+    running values live in a temporary laid out like the output."""
+    return np.dtype(op.accumulator_dtype()).name != np.dtype(node.outputs[0].type.dtype).name
+
+
+def fused_reduce_c_code(op, node, name, ins, outs, sub):
+    from ffigraph.tensor.reduce_c import finish_value
+
     comp = op.composite
     (out,) = outs
     loop = _Loop(op, node, ins, sub)
     nd, axes = loop.nd, op.axis
     kept = [d for d in range(nd) if d not in axes]
-    ct = c_element_type(node.outputs[0].type.dtype)
-    lines = ["/* %s */" % str(op).replace("*/", "* /")]
+    out_dtype = node.outputs[0].type.dtype
+    acc_dtype = op.accumulator_dtype()
+    ct = c_element_type(out_dtype)
+    at = c_element_type(acc_dtype)   # MethodNotDefined for a complex accumulator
+    temporary = _uses_temporary(op, node)
+    lines = []
+    if temporary:
+        # first, so that every fail path (and the cleanup after it) sees it initialised
+        lines.append("void *%s_acc = NULL;   /* the running %s values, released by the cleanup */"
+                     % (name, acc_dtype))
+    lines.append("/* %s, accumulated in %s */" % (str(op).replace("*/", "* /"), acc_dtype))
     lines += loop.loop_shape()
     if op.kind in ("max", "min"):
         for d in axes:
@@ -435,10 +453,22 @@ def fused_reduce_c_code(op, node, ins, outs, sub):
     for p, d in enumerate(kept):
         lines.append("oshape[%d] = shape[%d];" % (p, d))
     lines += _alloc(out, len(kept), "oshape", ct, sub)
+    lines.append("%s *acc_data;   /* the accumulators: %s */" % (at, "a temporary C-contiguous like the output, "
+                                                               "so with its strides" if temporary else "the output"))
     lines.append("{")
     lines.append("    int64_t e, count = ffg_size(%d, oshape);" % len(kept))
-    lines.append("    %s *o = (%s *)%s.data;" % (ct, ct, out))
-    lines.append("    for (e = 0; e < count; ++e) o[e] = %s;" % _IDENTITY[op.kind])
+    if temporary:
+        lines.append("    if ((uint64_t)count > (uint64_t)(SIZE_MAX / sizeof(%s))" % at)
+        lines.append("        || (%s_acc = ffg_malloc(%s, (size_t)count * sizeof(%s))) == NULL) {"
+                     % (name, sub["allocator"], at))
+        lines.append('        ffg_set_error(%s, FFG_ERR_NOMEM, -1, "%s: could not allocate %%lld %s accumulators", '
+                     '(long long)count);' % (sub["err"], str(op).split("(")[0], acc_dtype))
+        lines.append("        %s" % sub["fail"])
+        lines.append("    }")
+        lines.append("    acc_data = (%s *)%s_acc;" % (at, name))
+    else:
+        lines.append("    acc_data = (%s *)%s.data;" % (at, out))
+    lines.append("    for (e = 0; e < count; ++e) acc_data[e] = %s;" % _IDENTITY[op.kind])
     lines.append("}")
     inner = loop.input_strides()
     inner.append("int64_t ost[%d];" % loop.dims())
@@ -452,18 +482,18 @@ def fused_reduce_c_code(op, node, ins, outs, sub):
     inner += loop.buffers()
     inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
     pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
-    pointers.append((ct, "q", ("ost", "%s.data" % out)))
+    pointers.append((at, "q", ("ost", "acc_data")))
     result = comp.outputs[0]
 
     def inner_loop(last):
         block = loop.block_body(last, {})
         reduced_last = nd == 0 or (nd - 1) in axes
         if reduced_last:
-            block += _block_fold(op.kind, ct, "t%d" % result, "q_%d" % last)
+            block += _block_fold(op.kind, at, "t%d" % result, "q_%d" % last)
         else:
-            # the output is contiguous along a kept last axis: a plain loop the compiler vectorises
+            # the accumulators are contiguous along a kept last axis: a plain loop the compiler vectorises
             block.append("{")
-            block.append("    %s *r = q_%d + j0 * ost[%d];" % (ct, last, last))
+            block.append("    %s *r = q_%d + j0 * ost[%d];" % (at, last, last))
             block.append("    const %s *v = t%d;" % (ct, result))
             block.append("    if (ost[%d] == 1)" % last)
             block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", "v[j]"))
@@ -475,11 +505,23 @@ def fused_reduce_c_code(op, node, ins, outs, sub):
 
     inner += ["    " + ln for ln in loop.nest(pointers, inner_loop)]
     inner.append("}")
-    if op.kind == "mean":
+    if op.kind == "mean" or temporary:
         inner.append("{")
+        inner.append("    /* the output values: %s */" % ("each sum over the count" if op.kind == "mean"
+                                                         else "the accumulators converted to %s" % out_dtype))
         inner.append("    int64_t e, count = ffg_size(%d, oshape);" % len(kept))
-        inner.append("    %s denom = (%s)(%s);" % (ct, ct, " * ".join("shape[%d]" % d for d in axes) or "1"))
+        # (0 when one length is 0: the product of the others may not fit)
+        inner.append("    const int64_t n = %s%s;   /* how many values each output is over */"
+                     % ("".join("shape[%d] == 0 ? 0 : " % d for d in axes),
+                        " * ".join("shape[%d]" % d for d in axes) or "1"))
         inner.append("    %s *o = (%s *)%s.data;" % (ct, ct, out))
-        inner.append("    for (e = 0; e < count; ++e) o[e] /= denom;")
+        inner.append("    for (e = 0; e < count; ++e) o[e] = %s;"
+                     % finish_value(op.kind, "acc_data[e]", acc_dtype, out_dtype, out_dtype, "n"))
         inner.append("}")
     return "\n".join(lines + ["{"] + ["    " + ln for ln in inner] + ["}"])
+
+
+def fused_reduce_c_cleanup(op, node, name, sub):
+    if not _uses_temporary(op, node):
+        return ""
+    return "ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */" % (sub["allocator"], name)

@@ -8,7 +8,7 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.linkers.c.interface import DelegatedCOp
-from ffigraph.scalar.basic import SCALAR_OPS, upcast
+from ffigraph.scalar.basic import COMPLEX_PARTS, SCALAR_OPS, upcast
 from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
@@ -59,24 +59,113 @@ def clip(x, a_min, a_max):
     return ELEMWISE["clip"](x, a_min, a_max)
 
 
+_PARTS = {name: Elemwise(sop) for name, sop in COMPLEX_PARTS.items()}
+
+
+def real(z):
+    """The real part of a complex tensor (float32 of complex64, float64 of complex128); a real
+    tensor's values, in its dtype."""
+    return _PARTS["real"](z)
+
+
+def imag(z):
+    """The imaginary part of a complex tensor (float32 of complex64, float64 of complex128); zeros
+    for a real tensor, in its dtype."""
+    return _PARTS["imag"](z)
+
+
+def angle(z):
+    """The angle of each complex value (``numpy.angle``), a float; of a real value, 0 or pi."""
+    return _PARTS["angle"](z)
+
+
 # ------------------------------------------------------------------ reductions
 
 
 def _reduce_dtype(kind, dtype):
+    """The output dtype of reduction ``kind`` of a ``dtype`` input when no ``dtype`` is asked for."""
     d = np.dtype(dtype)
     if kind in ("sum", "prod"):
-        if d.kind == "b" or d.kind == "i":
-            return "int64"
-        if d.kind == "u":
-            return "uint64"
-        return d.name
+        return _UPCAST_DISCRETE.get(d.name, d.name)
     if kind in ("all", "any"):
         return "bool"
     if kind == "mean":
-        # PyTensor's mean: the int64/uint64 sum divided by a float64 count, so float64 for every
-        # bool and integer input (numpy's dtype too), whatever floatX
-        return "float64" if d.kind in "biu" else d.name
+        return reduce_output_dtype("mean", d.name, None)
     return d.name  # max, min
+
+
+# PyTensor's CAReduce rules (Sum, Prod, and the sum inside mean).
+# The default output dtype: bools and ints narrower than 64 bits give int64, unsigned ones uint64.
+_UPCAST_DISCRETE = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64",
+                    "uint8": "uint64", "uint16": "uint64", "uint32": "uint64"}
+# The default accumulator: the same for integers, and one step wider for floats and complexes.
+_DEFAULT_ACC = dict(_UPCAST_DISCRETE, float16="float32", float32="float64", complex64="complex128")
+
+ACCUMULATING = ("sum", "prod", "mean")
+
+
+def _is_discrete(dtype):
+    return np.dtype(dtype).kind in "biu"
+
+
+def reduce_acc_dtype(op, in_dtype, acc_dtype):
+    """The dtype a sum, product or mean of an ``in_dtype`` input accumulates in (PyTensor's
+    ``CAReduce._acc_dtype``): ``acc_dtype``, or by default the input's widened to 64 bits (float16
+    to float32, float32 to float64, complex64 to complex128, small ints to int64/uint64). An
+    ``acc_dtype`` that would lose precision (not an upcast of the input's) is a TypeError; a float
+    accumulator for integers is allowed."""
+    in_dtype = np.dtype(in_dtype).name
+    if acc_dtype is None:
+        return _DEFAULT_ACC.get(in_dtype, in_dtype)
+    acc_dtype = np.dtype(acc_dtype).name
+    if np.dtype(acc_dtype).kind in "fc" and _is_discrete(in_dtype):
+        return acc_dtype
+    upcasted = upcast(in_dtype, acc_dtype)
+    if acc_dtype != upcasted:
+        raise TypeError(
+            "Cannot build %s node with input dtype %s and acc_dtype %s, as precision would be lost. "
+            "To correct this error, you can:\n"
+            "  - not specify acc_dtype, or\n"
+            "  - use an acc_dtype at least as precise as %s.\n"
+            '  - specify "dtype" instead of "acc_dtype", so the reduction will be precise, but the '
+            'result will be casted into "dtype" at the end.\n'
+            "If you are expecting the precision loss, you can use tensor.cast(..., dtype=\"%s\"), "
+            "on your input." % (op, in_dtype, acc_dtype, upcasted, acc_dtype))
+    return acc_dtype
+
+
+def reduce_sum_dtype(kind, in_dtype, dtype):
+    """The dtype of the sum or product (for a mean: of the sum it divides): ``dtype``, or the
+    input's with small ints and bools widened to int64/uint64 (a float16 mean sums in float32)."""
+    in_dtype = np.dtype(in_dtype).name
+    if dtype is not None:
+        return np.dtype(dtype).name
+    if kind == "mean" and in_dtype == "float16":
+        return "float32"
+    return _UPCAST_DISCRETE.get(in_dtype, in_dtype)
+
+
+def mean_divide_dtype(sum_dtype):
+    """(the dtype of the count, the dtype of ``sum / count``) in PyTensor's ``mean``: the count is
+    float32 for a float16, float32 or complex64 sum and float64 otherwise, and the quotient has the
+    promoted dtype (a float64 for an integer or bool sum)."""
+    count = "float32" if sum_dtype in ("float16", "float32", "complex64") else "float64"
+    return count, upcast(sum_dtype, count)
+
+
+def reduce_output_dtype(kind, in_dtype, dtype):
+    """The output dtype of reduction ``kind`` (with the ``dtype`` argument, None by default)."""
+    in_dtype = np.dtype(in_dtype).name
+    if kind in ("sum", "prod"):
+        return reduce_sum_dtype(kind, in_dtype, dtype)
+    if kind == "mean":
+        _, quotient = mean_divide_dtype(reduce_sum_dtype(kind, in_dtype, dtype))
+        if dtype == "float16" or (dtype is None and in_dtype == "float16"):
+            return "float16"
+        return quotient
+    if dtype is not None:
+        return np.dtype(dtype).name
+    return _reduce_dtype(kind, in_dtype)
 
 
 _NUMPY_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
@@ -86,25 +175,45 @@ _NUMPY_REDUCE = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
 class Reduce(DelegatedCOp, Op):
     """Reduce over ``axis`` (a sorted tuple of axes) with ``kind``: sum, prod, max, min, all, any, mean.
 
-    ``dtype`` fixes the output (and accumulation) dtype of sum/prod/mean;
-    None uses numpy's defaults (ints accumulate in int64).
+    For sum, prod and mean, as PyTensor's ``Sum``/``Prod``/``mean``: ``dtype`` is the dtype of
+    the result of the sum or product (of a mean: of the sum it divides, see ``reduce_output_dtype``),
+    None for the default (the input's, small ints and bools widened to int64/uint64); ``acc_dtype``
+    the dtype it accumulates in, None for the default (float32 in float64, ints in int64, see
+    ``reduce_acc_dtype``). The input is converted to the accumulator's dtype, reduced, and the
+    result converted to ``dtype``: a float32 sum is a float64 sum rounded once to float32.
     """
 
     c_impl = "ffigraph.tensor.reduce_c"
-    __props__ = ("kind", "axis", "dtype")
+    __props__ = ("kind", "axis", "dtype", "acc_dtype")
 
-    def __init__(self, kind, axis, dtype=None):
+    def __init__(self, kind, axis, dtype=None, acc_dtype=None):
         if kind not in _NUMPY_REDUCE:
             raise ValueError("unknown reduction %r" % (kind,))
         self.kind = kind
         self.axis = tuple(axis)
-        self.dtype = dtype
+        self.dtype = None if dtype is None else np.dtype(dtype).name
+        self.acc_dtype = None if acc_dtype is None else np.dtype(acc_dtype).name
+
+    def output_dtype(self, in_dtype):
+        return reduce_output_dtype(self.kind, in_dtype, self.dtype)
+
+    def sum_dtype(self, in_dtype):
+        """The dtype the accumulated value is converted to (for a mean, before the division)."""
+        if self.kind not in ACCUMULATING:
+            return self.output_dtype(in_dtype)
+        return reduce_sum_dtype(self.kind, in_dtype, self.dtype)
+
+    def accumulator_dtype(self, in_dtype):
+        if self.kind not in ACCUMULATING:
+            return np.dtype(in_dtype).name
+        return reduce_acc_dtype(self, in_dtype, self.acc_dtype)
 
     def make_node(self, x):
         x = as_tensor_variable(x)
         if self.kind in ("max", "min") and x.dtype.startswith("complex"):
             raise TypeError("%s: complex values have no order (input %s)" % (self, x))
-        out_dtype = self.dtype or _reduce_dtype(self.kind, x.dtype)
+        self.accumulator_dtype(x.dtype)   # a precision-losing acc_dtype is a TypeError here
+        out_dtype = self.output_dtype(x.dtype)
         shape = tuple(s for a, s in enumerate(x.type.shape) if a not in self.axis)
         return Apply(self, [x], [TensorType(out_dtype, shape)()])
 
@@ -114,12 +223,18 @@ class Reduce(DelegatedCOp, Op):
         if self.kind in ("max", "min") and builtins.any(x.shape[a] == 0 for a in self.axis):
             raise ValueError("%s: cannot take the %s over an empty axis (input shape %s, axes %s)"
                              % (self, self.kind, x.shape, self.axis))
+        in_dtype = np.asarray(x).dtype.name   # (FusedReduce hands over its own node: read the value)
         with np.errstate(all="ignore"):
-            if self.kind == "mean":
-                count = int(np.prod([x.shape[a] for a in self.axis]))
-                result = np.sum(x, axis=self.axis, dtype=out_dtype) / out_dtype.type(count)
-            elif self.kind in ("sum", "prod"):
-                result = _NUMPY_REDUCE[self.kind](x, axis=self.axis, dtype=out_dtype)
+            if self.kind in ACCUMULATING:
+                # as PyTensor's CAReduce: convert to the accumulator, reduce there, convert the result
+                acc = np.dtype(self.accumulator_dtype(in_dtype))
+                total = (np.prod if self.kind == "prod" else np.sum)(np.asarray(x, dtype=acc), axis=self.axis,
+                                                                      dtype=acc)
+                result = np.asarray(total, dtype=self.sum_dtype(in_dtype))
+                if self.kind == "mean":
+                    count_dtype, quotient = mean_divide_dtype(result.dtype.name)
+                    count = np.dtype(count_dtype).type(int(np.prod([x.shape[a] for a in self.axis])))
+                    result = np.true_divide(result.astype(quotient), count, dtype=quotient)
             else:
                 result = _NUMPY_REDUCE[self.kind](x, axis=self.axis)
         # a reduction over no axes may hand back its input: copy so the output is fresh
@@ -168,6 +283,13 @@ class ArgReduce(DelegatedCOp, Op):
         fn = np.argmax if self.kind == "argmax" else np.argmin
         output_storage[0][0] = np.asarray(fn(flat, axis=-1), dtype=np.int64)
 
+    def L_op(self, inputs, outputs, output_grads):
+        """An index is piecewise constant in the values: zero (floatX for an integer input)."""
+        from ffigraph.tensor.basic import zeros_like
+
+        (x,) = inputs
+        return [zeros_like(x, dtype=None if x.type.dtype.startswith("float") else "floatX")]
+
     def infer_shape(self, fgraph, node, input_shapes):
         (shp,) = input_shapes
         return [tuple(s for a, s in enumerate(shp) if a not in self.axis)]
@@ -201,10 +323,11 @@ def _keep(out, axes, ndim):
 
 
 def _reduction(kind):
-    def fn(x, axis=None, keepdims=False, dtype=None):
+    def fn(x, axis=None, keepdims=False, dtype=None, acc_dtype=None):
         x = as_tensor_variable(x)
         axes = _normalize_axes(axis, x.ndim, kind)
-        out = Reduce(kind, axes, None if dtype is None else normalize_dtype(dtype))(x)
+        out = Reduce(kind, axes, None if dtype is None else normalize_dtype(dtype),
+                     None if acc_dtype is None else normalize_dtype(acc_dtype))(x)
         return _keep(out, axes, x.ndim) if keepdims else out
 
     fn.__name__ = kind
@@ -212,9 +335,35 @@ def _reduction(kind):
     return fn
 
 
-sum = _reduction("sum")
-prod = _reduction("prod")
-mean = _reduction("mean")
+def _accumulating(kind, doc):
+    inner = _reduction(kind)
+
+    # PyTensor's signature: (input, axis=None, dtype=None, keepdims=False, acc_dtype=None)
+    def fn(input, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return inner(input, axis=axis, keepdims=keepdims, dtype=dtype, acc_dtype=acc_dtype)
+
+    fn.__name__ = kind
+    fn.__qualname__ = kind
+    fn.__doc__ = doc
+    return fn
+
+
+_ACC_DOC = """
+
+    ``dtype``: the dtype of the result (by default the input's, with bools and ints narrower than
+    64 bits widened to int64, unsigned ones to uint64). ``acc_dtype``: the dtype it accumulates
+    in (by default the input's widened: float32 accumulates in float64, float16 in float32, ints
+    in int64/uint64); one that loses precision against the input's is a TypeError. The input is
+    converted to ``acc_dtype``, reduced, and the result converted to ``dtype``, as in PyTensor."""
+
+sum = _accumulating("sum", "The sum over ``axis`` (an int, a tuple, or None for all axes)." + _ACC_DOC)
+prod = _accumulating("prod", "The product over ``axis`` (an int, a tuple, or None for all axes)." + _ACC_DOC)
+mean = _accumulating("mean", """The mean over ``axis`` (an int, a tuple, or None for all axes).
+
+    As PyTensor's ``mean``: the sum (``dtype`` and ``acc_dtype`` as for ``sum``; a float16 input
+    sums into float32) divided by the count, which is float32 for a float16, float32 or complex64
+    sum and float64 otherwise; so the mean of ints is float64 whatever ``dtype``, and a float16
+    mean (or ``dtype='float16'``) is converted back to float16.""")
 
 
 def _plain_reduction(kind):
@@ -300,7 +449,7 @@ def dot(x, y):
 
 
 __all__ = list(_PUBLIC.values()) + [
-    "abs_", "pow_", "round_", "sign", "clip", "divide", "floor_div", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
+    "abs_", "pow_", "round_", "sign", "clip", "real", "imag", "angle", "divide", "floor_div", "bitwise_and",
+    "bitwise_or", "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
     "Reduce", "ArgReduce", "Dot", "ELEMWISE",
 ]

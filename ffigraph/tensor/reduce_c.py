@@ -12,13 +12,18 @@ C-contiguous with the kept axes of the input, then one of two loop nests fills i
   as for a column sum): the output is initialised to the identity and the input is walked in C
   order, each element folded into its output slot, so the inner loop is contiguous on both sides.
 
-Semantics follow ``Reduce.perform`` / ``ArgReduce.perform`` (that is, numpy):
+Semantics follow ``Reduce.perform`` / ``ArgReduce.perform`` (that is, PyTensor's, and numpy's
+where they agree):
 
-* sum/prod accumulate in the output dtype (float32 results in FLOAT32_ACCUMULATOR), and float
-  sums and means use numpy's pairwise summation along the innermost reduced run (all the
-  reduced axes when they form one run of memory), so results match numpy bit for bit there;
+* sum/prod/mean convert each element to the accumulator dtype (``Reduce.accumulator_dtype``:
+  float32 accumulates in float64, ints in int64), accumulate there and convert the result to the
+  output dtype once, so a float32 sum is the float64 sum rounded to float32; float accumulators
+  sum with numpy's pairwise summation along the innermost reduced run (all the reduced axes when
+  they form one run of memory); when the output is not the accumulator's dtype and the last axis
+  is kept, the running sums live in a temporary of the accumulator's dtype;
 * integer overflow wraps (the arithmetic is done in unsigned types, so the C is well defined);
-* mean is ``sum / count`` in the output dtype (0/0 gives NaN);
+* mean is the sum, converted to its dtype, over the count (both in ``mean_divide_dtype``: float32
+  for a float32 sum, float64 for an integer one; 0/0 gives NaN);
 * max/min propagate NaN; argmax/argmin give the first occurrence, a NaN counting as the extremum;
 * max/min/argmax/argmin over an empty reduced axis fail with FFG_ERR_VALUE (a ValueError);
 * all/any test ``!= 0`` (so NaN is true) and give bool (uint8 0/1);
@@ -37,13 +42,6 @@ from ffigraph.tensor.ctype import C_ELEMENT_TYPES, c_element_type, c_number
 
 VERSION = (1,)
 
-# The accumulator of float32 sums, products and means. "float32" reproduces numpy (and so
-# ``Reduce.perform``) bit for bit wherever numpy's inner loop runs along the reduced axes
-# (numpy sums float32 pairwise in float32, which does not drift like a naive float loop);
-# the project's tests/tensor/test_reductions.py compares float32 sums and products exactly.
-# "float64" (Theano's acc_dtype) is a little more accurate but differs from numpy in the last bit.
-FLOAT32_ACCUMULATOR = "float32"
-
 ORDER_KINDS = ("max", "min", "argmax", "argmin")
 
 
@@ -54,21 +52,31 @@ class _Plan:
     """The C pieces of one reduction: accumulator, per-element load and update, final value."""
 
     def __init__(self, op, node):
+        from ffigraph.tensor.math import ACCUMULATING, mean_divide_dtype, reduce_acc_dtype, reduce_sum_dtype
+
         self.kind = kind = op.kind
         self.axes = tuple(op.axis)
         x, out = node.inputs[0], node.outputs[0]
         self.ndim = x.type.ndim
         self.in_dtype = in_dtype = np.dtype(x.type.dtype).name
         self.out_dtype = out_dtype = np.dtype(out.type.dtype).name
-        for d in (in_dtype, out_dtype):
+        if kind not in ("sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin"):
+            raise MethodNotDefined("%s: unknown reduction kind %r" % (op, kind))
+        # sum/prod/mean: the accumulator, the dtype the accumulated value is converted to (a mean's
+        # sum) and, for a mean, the dtype the division is done in (see Reduce.perform)
+        self.sum_dtype = self.div_dtype = out_dtype
+        if kind in ACCUMULATING:
+            self.acc_dtype = reduce_acc_dtype(op, in_dtype, getattr(op, "acc_dtype", None))
+            if kind == "mean":
+                self.sum_dtype = reduce_sum_dtype(kind, in_dtype, op.dtype)
+                self.div_dtype = mean_divide_dtype(self.sum_dtype)[1]
+        for d in (in_dtype, out_dtype, getattr(self, "acc_dtype", in_dtype), self.sum_dtype, self.div_dtype):
             if np.dtype(d).kind == "c":
                 raise MethodNotDefined("%s: no C code for complex values (it runs in Python)" % op)
             if d not in C_ELEMENT_TYPES:
                 raise MethodNotDefined("%s: no C element type for %s" % (op, d))
-        if kind not in ("sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin"):
-            raise MethodNotDefined("%s: unknown reduction kind %r" % (op, kind))
-        if kind == "mean" and np.dtype(out_dtype).kind != "f":
-            raise MethodNotDefined("%s: a mean into %s runs in Python" % (op, out_dtype))
+        if kind == "mean" and np.dtype(self.div_dtype).kind != "f":
+            raise MethodNotDefined("%s: a mean divided in %s runs in Python" % (op, self.div_dtype))
         if kind in ("argmax", "argmin") and out_dtype != "int64":
             raise MethodNotDefined("%s: argmax/argmin give int64, not %s" % (op, out_dtype))
         self.in_ctype = c_element_type(in_dtype)
@@ -83,30 +91,22 @@ class _Plan:
     # finish (expression of the output's C type), note (a comment).
 
     def _plan_sum(self):
-        kind, out_dtype = self.kind, self.out_dtype
-        odt = np.dtype(out_dtype)
+        kind, out_dtype, acc_dtype = self.kind, self.out_dtype, self.acc_dtype
+        adt = np.dtype(acc_dtype)
         mul = kind == "prod"
-        if odt.kind == "f":
-            self.acc_dtype = FLOAT32_ACCUMULATOR if odt.name == "float32" else "float64"
-            self.acc_ctype = c_element_type(self.acc_dtype)
-            self.note = "accumulated in %s" % self.acc_ctype
-        else:
-            self.acc_dtype, self.acc_ctype = out_dtype, self.out_ctype
-            self.note = "accumulated in %s" % out_dtype
+        self.acc_ctype = c_element_type(acc_dtype)
+        self.note = "accumulated in %s" % acc_dtype
         self.value_ctype = self.acc_ctype
-
-        def load(src):
-            as_out = c_cast(src, self.in_dtype, out_dtype, self.out_ctype)
-            return c_cast(as_out, out_dtype, self.acc_dtype, self.acc_ctype)
-
-        self.load = load
-        if odt.kind == "b":
+        # each element goes to the accumulator's dtype directly (PyTensor converts the input to
+        # acc_dtype before reducing)
+        self.load = lambda src: c_cast(src, self.in_dtype, acc_dtype, self.acc_ctype)
+        if adt.kind == "b":
             # numpy: a bool sum is a logical or, a bool product a logical and
             self.init = "1" if mul else "0"
             self.update = ["acc = (uint8_t)(acc %s v);" % ("&" if mul else "|")]
-        elif odt.kind in "iu":
+        elif adt.kind in "iu":
             # wrap around like numpy: do the arithmetic in an unsigned type (no C overflow)
-            utype = "uint64_t" if odt.itemsize == 8 else "uint32_t"
+            utype = "uint64_t" if adt.itemsize == 8 else "uint32_t"
             self.init = "1" if mul else "0"
             self.update = ["acc = (%s)((%s)acc %s (%s)v);" % (self.acc_ctype, utype, "*" if mul else "+", utype)]
             self.note += " (wrapping on overflow)"
@@ -114,13 +114,18 @@ class _Plan:
             self.init = ("1.0" if mul else "0.0") + ("f" if self.acc_ctype == "float" else "")
             self.update = ["acc %s= v;" % ("*" if mul else "+")]
             if not mul:
-                self.pairwise = "ffg_reduce_pairwise_sum_%s_%s_%s" % (self.in_dtype, out_dtype, self.acc_dtype)
+                self.pairwise = "ffg_reduce_pairwise_sum_%s_%s" % (self.in_dtype, acc_dtype)
                 self.note += " with pairwise summation"
+        if (self.sum_dtype if kind == "mean" else out_dtype) != acc_dtype:
+            self.note += ", converted to %s" % (self.sum_dtype if kind == "mean" else out_dtype)
         if kind == "mean":
-            self.finish = "(%s)acc / (%s)count" % (self.out_ctype, self.out_ctype)
-            self.note += ", then divided by the count"
-        else:
-            self.finish = c_cast("acc", self.acc_dtype, out_dtype, self.out_ctype)
+            self.note += ", then divided by the count in %s" % self.div_dtype
+        self.finish = self.finish_expression("acc", "count")
+
+    def finish_expression(self, acc, count):
+        """C for the output value of accumulated value ``acc`` (of the accumulator's C type); for a
+        mean, over the int64 ``count``."""
+        return finish_value(self.kind, acc, self.acc_dtype, self.sum_dtype, self.out_dtype, count)
 
     def _plan_max(self):
         is_max = self.kind == "max"
@@ -183,6 +188,20 @@ class _Plan:
         return self.kind in ("argmax", "argmin")
 
 
+def finish_value(kind, acc, acc_dtype, sum_dtype, out_dtype, count):
+    """C for the output value of a sum, product (or mean over the int64 ``count``) accumulated in
+    ``acc``, of ``acc_dtype``: converted to ``sum_dtype`` (for a mean: then to the dtype of the
+    division, ``mean_divide_dtype``, and divided), then to ``out_dtype``. As ``Reduce.perform``."""
+    from ffigraph.tensor.math import mean_divide_dtype
+
+    if kind != "mean":
+        return c_cast(acc, acc_dtype, out_dtype, c_element_type(out_dtype))
+    div_dtype = mean_divide_dtype(sum_dtype)[1]
+    div_ctype = c_element_type(div_dtype)
+    total = c_cast(c_cast(acc, acc_dtype, sum_dtype, c_element_type(sum_dtype)), sum_dtype, div_dtype, div_ctype)
+    return c_cast("(%s / (%s)%s)" % (total, div_ctype, count), div_dtype, out_dtype, c_element_type(out_dtype))
+
+
 # ------------------------------------------------------------------ C text helpers
 
 
@@ -229,16 +248,15 @@ def _guarded(name, text):
     return "#ifndef %s\n#define %s\n%s\n#endif" % (macro, macro, text)
 
 
-def _pairwise_helper(name, in_dtype, out_dtype, acc_dtype):
+def _pairwise_helper(name, in_dtype, acc_dtype):
     """numpy's pairwise summation (blocks of 128, 8 partial sums) in ``acc_dtype``, for one
-    dtype pair. Elements are converted to the output dtype first (as ``np.sum(x, dtype=out)``
-    does), then to the accumulator's.
+    dtype pair. Elements are converted to the accumulator's dtype as they are loaded.
     """
-    in_ctype, out_ctype, acc = c_element_type(in_dtype), c_element_type(out_dtype), c_element_type(acc_dtype)
-    load = c_cast(c_cast("p[%s]", in_dtype, out_dtype, out_ctype), out_dtype, acc_dtype, acc)
+    in_ctype, acc = c_element_type(in_dtype), c_element_type(acc_dtype)
+    load = c_cast("p[%s]", in_dtype, acc_dtype, acc)
     strided = load % "i * s"
     return _guarded(name, """\
-/* Pairwise sum of n %(in_dtype)s elements (stride s, in elements) as %(out_dtype)s, in %(acc)s:
+/* Pairwise sum of n %(in_dtype)s elements (stride s, in elements), in %(acc)s:
    blocks of at most 128 summed with eight partial sums, halves summed recursively, so long
    sums stay accurate (the error grows like log n, not n). */
 static %(acc)s %(name)s(const %(in_ctype)s *p, int64_t n, int64_t s)
@@ -277,7 +295,7 @@ static %(acc)s %(name)s(const %(in_ctype)s *p, int64_t n, int64_t s)
         n2 -= n2 %% 8;
         return %(name)s(p, n2, s) + %(name)s(p + n2 * s, n - n2, s);
     }
-}""" % dict(name=name, in_dtype=in_dtype, out_dtype=out_dtype, in_ctype=in_ctype, acc=acc,
+}""" % dict(name=name, in_dtype=in_dtype, in_ctype=in_ctype, acc=acc,
             one_strided=strided.replace("%", "%%"),
             first_contiguous=(load % "j").replace("%", "%%"),
             next_contiguous=(load % "i + j").replace("%", "%%"),
@@ -371,7 +389,19 @@ static void %(name)s(const %(t)s *p, int64_t n, int64_t s, int64_t k, %(t)s *acc
 # ------------------------------------------------------------------ the generator
 
 
-def _generate(op, node, x, out, sub):
+def _uses_temporary(plan):
+    """A column-style reduction (last axis kept) whose output is not the accumulator's dtype folds
+    into a temporary of accumulators, converted into the output at the end."""
+    return (bool(plan.axes) and plan.ndim - 1 not in plan.axes and not plan.is_arg
+            and plan.acc_dtype != plan.out_dtype and plan.kind in ("sum", "prod", "mean"))
+
+
+def _into_output(plan):
+    return (bool(plan.axes) and plan.ndim - 1 not in plan.axes and not plan.is_arg
+            and (plan.acc_dtype == plan.out_dtype or _uses_temporary(plan)))
+
+
+def _generate(op, node, name, x, out, sub):
     plan = _Plan(op, node)
     nd = plan.ndim
     axes = plan.axes
@@ -380,6 +410,10 @@ def _generate(op, node, x, out, sub):
     IT, OT = plan.in_ctype, plan.out_ctype
     c = _Lines()
 
+    if _uses_temporary(plan):
+        # first, so that every fail path (and the cleanup after it) sees it initialised
+        c.add("void *%s_acc = NULL;   /* the running %s values, released by the cleanup below */"
+              % (name, plan.acc_dtype))
     c.add(_comment("%s: %s of %s (%d-d %s) over %s into %s (%d-d %s); %s" % (
         op, plan.kind, x, nd, plan.in_dtype, _describe_axes(axes),
         out, nk, plan.out_dtype, plan.note)))
@@ -411,30 +445,44 @@ def _generate(op, node, x, out, sub):
     c.add("if (ffg_alloc_array(&%s, %d, out_shape, sizeof(%s), %s, %s))" % (out, nk, OT, sub["allocator"], sub["err"]))
     c.add("    " + sub["fail"])
 
-    if axes and nd - 1 in kept and not plan.is_arg and plan.acc_dtype == plan.out_dtype:
-        _body_into_output(c, plan, x, out, axes, kept)
+    if _into_output(plan):
+        _body_into_output(c, plan, name, x, out, axes, kept, sub)
     else:
         _body_per_output(c, plan, x, out, axes, kept)
     return c.text()
 
 
-def _body_into_output(c, plan, x, out, axes, kept):
+def _body_into_output(c, plan, name, x, out, axes, kept, sub):
     """The last axis is kept: walk the input in C order (memory order for C-contiguous data) and
-    fold each element into its output slot, the output being the accumulator. The inner loop
-    runs along the output too, so it vectorises; and it is what numpy does in this case."""
+    fold each element into its output slot, the output being the accumulator (or, when the output
+    has another dtype, a temporary of accumulators laid out like it). The inner loop runs along
+    the output too, so it vectorises; and it is what numpy does in this case."""
     nd = plan.ndim
-    IT, OT = plan.in_ctype, plan.out_ctype
-    c.add("/* the last axis is kept: the output is the accumulator, and the input is walked in C order */")
+    IT, OT, AT = plan.in_ctype, plan.out_ctype, plan.acc_ctype
+    temporary = _uses_temporary(plan)
+    c.add("/* the last axis is kept: %s is the accumulator, and the input is walked in C order */"
+          % ("a temporary of %s" % plan.acc_dtype if temporary else "the output"))
     c.open("{")
     c.add("%s *po = (%s *)%s.data;" % (OT, OT, out))
     c.add("const %s *px = (const %s *)%s.data;" % (IT, IT, x))
     c.add("const int64_t size = ffg_size(%d, %s.shape);" % (len(kept), out))
     c.add("int64_t j;")
+    if temporary:
+        c.add("%s *pa;   /* the accumulators, C-contiguous like the output (so with its strides) */" % AT)
+        c.open("if ((uint64_t)size > (uint64_t)(SIZE_MAX / sizeof(%s))" % AT)
+        c.add("    || (%s_acc = ffg_malloc(%s, (size_t)size * sizeof(%s))) == NULL) {" % (name, sub["allocator"], AT))
+        c.add('ffg_set_error(%s, FFG_ERR_NOMEM, -1, "%s: could not allocate %%lld %s accumulators", '
+              '(long long)size);' % (sub["err"], _c_format_literal(plan_op_name(plan)), plan.acc_dtype))
+        c.add(sub["fail"])
+        c.close("}")
+        c.add("pa = (%s *)%s_acc;" % (AT, name))
+    else:
+        c.add("%s *pa = po;" % AT)
     c.add("for (j = 0; j < size; ++j)")
-    c.add("    po[j] = %s;" % plan.init)
+    c.add("    pa[j] = %s;" % plan.init)
     # an empty input adds nothing; its other axes may be huge (walking them would take forever)
     c.open("if (ffg_size(%d, %s.shape) > 0) {" % (nd, x))
-    ibase, obase = "px", "po"
+    ibase, obase = "px", "pa"
     for d in range(nd - 1):
         c.open("{")
         c.add("int64_t i%d;   /* %s axis */" % (d, "kept" if d in kept else "reduced"))
@@ -442,8 +490,8 @@ def _body_into_output(c, plan, x, out, axes, kept):
         c.add("const %s *px%d = %s + i%d * %s.strides[%d];" % (IT, d, ibase, d, x, d))
         ibase = "px%d" % d
         if d in kept:
-            c.add("%s *po%d = %s + i%d * %s.strides[%d];" % (OT, d, obase, d, out, kept.index(d)))
-            obase = "po%d" % d
+            c.add("%s *pa%d = %s + i%d * %s.strides[%d];" % (AT, d, obase, d, out, kept.index(d)))
+            obase = "pa%d" % d
     c.open("{")
     c.add("const int64_t n = %s.shape[%d], s = %s.strides[%d];" % (x, nd - 1, x, nd - 1))
     c.add("int64_t i;")
@@ -458,10 +506,16 @@ def _body_into_output(c, plan, x, out, axes, kept):
         c.close("}")
         c.close("}")
     c.close("}")
-    if plan.kind == "mean":
+    if temporary or plan.kind == "mean":
+        c.add("/* the output values: %s */" % ("the accumulators converted to %s" % plan.out_dtype
+                                                if plan.kind != "mean" else "each sum over the count"))
         c.add("for (j = 0; j < size; ++j)")
-        c.add("    po[j] = po[j] / (%s)count;" % OT)
+        c.add("    po[j] = %s;" % plan.finish_expression("pa[j]", "count"))
     c.close("}")
+
+
+def plan_op_name(plan):
+    return "%s{axis=%s}" % (plan.kind.capitalize(), ",".join(map(str, plan.axes)))
 
 
 def _fold_loop(c, plan, src, dst):
@@ -592,13 +646,19 @@ def _element_loop(c, plan, src):
 
 
 def c_code(op, node, name, inputs, outputs, sub):
-    return _generate(op, node, inputs[0], outputs[0], sub)
+    return _generate(op, node, name, inputs[0], outputs[0], sub)
+
+
+def c_code_cleanup(op, node, name, inputs, outputs, sub):
+    if not _uses_temporary(_Plan(op, node)):
+        return ""
+    return "ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */" % (sub["allocator"], name)
 
 
 def c_support_code_apply(op, node, name):
     plan = _Plan(op, node)
     if plan.pairwise is not None:
-        return _pairwise_helper(plan.pairwise, plan.in_dtype, plan.out_dtype, plan.acc_dtype)
+        return _pairwise_helper(plan.pairwise, plan.in_dtype, plan.acc_dtype)
     if plan.is_arg:
         kind = plan.kind[3:]
         # each helper has an include guard: another node may paste the same max/min helper

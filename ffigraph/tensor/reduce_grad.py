@@ -6,17 +6,23 @@ lone zero the product of the others when there is exactly one, and gives
 zeros otherwise. max and min send the gradient to the position ``argmax``/
 ``argmin`` picks (the first one in C order over the reduced axes), so ties
 and NaNs get exactly one share, and the gradient still sums to ``gz``.
+
+Integers, as in PyTensor: a sum or product with an integer result (a mean whose
+sum is an integer), ``all`` and ``any`` are piecewise constant and give zeros
+(floatX); a sum, product or mean with a float result passes the gradient to
+an integer input as to a float one, and so do max, min and ``dot``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ffigraph.config import config
 from ffigraph.tensor import math as tm
-from ffigraph.tensor.basic import alloc, as_tensor_variable, cast, constant, dimshuffle, switch
+from ffigraph.tensor.basic import alloc, as_tensor_variable, cast, constant, dimshuffle, switch, zeros_like
 
 
-def _is_float(v):
-    return np.dtype(v.type.dtype).kind == "f"
+def _is_discrete(dtype):
+    return np.dtype(dtype).kind in "biu"
 
 
 def _keep(v, axes, ndim):
@@ -32,10 +38,9 @@ def _sizes(x):
 
 def reduce_input_grad(op, x, z, gz):
     """The gradient of ``Reduce`` node ``z = op(x)`` w.r.t. ``x``."""
-    from ffigraph.gradient import disconnected_type
-
-    if op.kind in ("all", "any") or not _is_float(x):
-        return disconnected_type()
+    if op.kind in ("all", "any") or (op.kind in ("sum", "prod", "mean") and _is_discrete(op.sum_dtype(x.dtype))) \
+            or (op.kind == "prod" and _is_discrete(op.accumulator_dtype(x.dtype))):
+        return zeros_like(x, dtype=config.floatX)   # an integer (or bool) result: piecewise constant
     if np.dtype(x.type.dtype).kind == "c":
         raise NotImplementedError("gradients of complex values are not implemented (%s)" % op)
     axes, ndim = op.axis, x.type.ndim
@@ -79,8 +84,8 @@ def _extremum_grad(kind, x, gz_kept, axes, sizes):
 
 
 def dot_input_grads(x, y, gz):
-    """Gradients of ``dot(x, y)`` for the four 1-d/2-d combinations."""
-    from ffigraph.gradient import disconnected_type
+    """Gradients of ``dot(x, y)`` for the four 1-d/2-d combinations (float, an integer operand's
+    too: it gets ``gz``'s products with the other operand)."""
     from ffigraph.tensor.basic import transpose
 
     if any(np.dtype(v.type.dtype).kind == "c" for v in (x, y)):
@@ -93,5 +98,4 @@ def dot_input_grads(x, y, gz):
         gx, gy = tm.dot(y, gz), dimshuffle(x, (0, "x")) * dimshuffle(gz, ("x", 0))
     else:
         gx, gy = tm.dot(gz, transpose(y)), tm.dot(transpose(x), gz)
-    return [as_tensor_variable(g) if _is_float(v) else disconnected_type()
-            for g, v in ((gx, x), (gy, y))]
+    return [as_tensor_variable(gx), as_tensor_variable(gy)]

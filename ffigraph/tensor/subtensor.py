@@ -98,7 +98,10 @@ class Subtensor(DelegatedCOp, Op):
         from ffigraph.tensor.basic import zeros_like
 
         x, index_inputs = inputs[0], inputs[1:]
-        gx = IncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *index_inputs)
+        if np.dtype(x.type.dtype).kind in "biu":
+            gx = zeros_like(x, dtype="floatX")   # an integer x: zeros, as in PyTensor
+        else:
+            gx = IncSubtensor(self.idx_list)(zeros_like(x), output_grads[0], *index_inputs)
         return [gx] + [disconnected_type() for _ in index_inputs]
 
     def __str__(self):
@@ -297,6 +300,12 @@ class IncSubtensor(DelegatedCOp, Op):
 
         x, y, index_inputs = inputs[0], inputs[1], inputs[2:]
         (gz,) = output_grads
+        if np.dtype(x.type.dtype).kind in "biu":
+            # an integer result: zeros, as in PyTensor (floatX for an integer y)
+            from ffigraph.tensor.basic import zeros_like
+
+            gy = zeros_like(y, dtype="floatX" if np.dtype(y.type.dtype).kind in "biu" else None)
+            return [zeros_like(x, dtype="floatX"), gy] + [disconnected_type() for _ in index_inputs]
         gx = gz
         if self.set_instead_of_inc:
             zero = constant(np.zeros((), dtype=gz.type.dtype))

@@ -160,11 +160,21 @@ class _TensorOperators:
     def astype(self, dtype):
         return _b().cast(self, dtype)
 
-    def sum(self, axis=None, keepdims=False, dtype=None):
-        return _m().sum(self, axis=axis, keepdims=keepdims, dtype=dtype)
+    @property
+    def real(self):
+        """The real part (``ffigraph.tensor.real``)."""
+        return _m().real(self)
 
-    def prod(self, axis=None, keepdims=False, dtype=None):
-        return _m().prod(self, axis=axis, keepdims=keepdims, dtype=dtype)
+    @property
+    def imag(self):
+        """The imaginary part (``ffigraph.tensor.imag``)."""
+        return _m().imag(self)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
 
     def max(self, axis=None, keepdims=False):
         return _m().max(self, axis=axis, keepdims=keepdims)
@@ -172,8 +182,8 @@ class _TensorOperators:
     def min(self, axis=None, keepdims=False):
         return _m().min(self, axis=axis, keepdims=keepdims)
 
-    def mean(self, axis=None, keepdims=False):
-        return _m().mean(self, axis=axis, keepdims=keepdims)
+    def mean(self, axis=None, dtype=None, keepdims=False, acc_dtype=None):
+        return _m().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
 
     def argmax(self, axis=None, keepdims=False):
         return _m().argmax(self, axis=axis, keepdims=keepdims)

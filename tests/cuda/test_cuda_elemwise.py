@@ -220,7 +220,10 @@ def test_supported_predicates_on_cpu_nodes():
     for kind in KINDS:
         assert gpu_reduce_supported(Reduce(kind, (1,)).make_node(x)), kind
     assert not gpu_reduce_supported(Reduce("sum", (0,)).make_node(z))
-    assert not gpu_reduce_supported(Reduce("mean", (0,), "int32").make_node(x))
+    # a mean's dtype is its sum's (PyTensor's mean): an int32 sum over a float64 count is float64,
+    # which the GPU computes (this was "a mean into int32", which it did not)
+    mean_node = Reduce("mean", (0,), "int32").make_node(x)
+    assert mean_node.outputs[0].type.dtype == "float64" and gpu_reduce_supported(mean_node)
     assert not gpu_reduce_supported(ArgReduce("argmax", (0,)).make_node(x))
     assert not gpu_reduce_supported((x + x).owner)
     assert GpuReduce.from_cpu(Reduce("prod", (1, 0), "float64")) == GpuReduce("prod", (0, 1), "float64")

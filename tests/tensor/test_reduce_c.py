@@ -18,7 +18,7 @@ from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.c.codegen import generate, node_has_c_code
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.tensor.math import ArgReduce, Reduce
-from helpers import Case, caller, check_cases, relayout, sample
+from helpers import Case, caller, check_cases, np_accumulate, relayout, sample
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 ARG_KINDS = ("argmax", "argmin")
@@ -44,7 +44,9 @@ def _axes(axis, ndim):
 
 
 def np_ref(kind, a, axis, keepdims=False, dtype=None):
-    """numpy's answer; argmax/argmin over several axes count in C order over them."""
+    """numpy's answer; argmax/argmin over several axes count in C order over them; sum, prod and mean
+    under PyTensor's accumulation rule (``helpers.np_accumulate``: float32 sums in float64, ints in
+    int64, and the result converted to ``dtype`` once)."""
     a = np.asarray(a)
     if kind in ARG_KINDS:
         axes = _axes(axis, a.ndim)
@@ -55,8 +57,9 @@ def np_ref(kind, a, axis, keepdims=False, dtype=None):
         if keepdims:
             out = out.reshape(tuple(1 if d in axes else a.shape[d] for d in range(a.ndim)))
         return out
-    kw = {} if dtype is None else {"dtype": dtype}
-    return np.asarray(NP[kind](a, axis=axis, keepdims=keepdims, **kw))
+    if kind in ("sum", "prod", "mean"):
+        return np_accumulate(kind, a, axis, keepdims, dtype=dtype)
+    return np.asarray(NP[kind](a, axis=axis, keepdims=keepdims))
 
 
 def out_dtype(kind, dtype):
@@ -232,46 +235,42 @@ def test_bool_sum_counts(c_mode):
     np.testing.assert_allclose(got[2], v.mean(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("accumulator", ["float32", "float64"])
-def test_float32_sums_are_accurate(accumulator, c_mode, monkeypatch):
-    import ffigraph.tensor.reduce_c as reduce_c
-
-    monkeypatch.setattr(reduce_c, "FLOAT32_ACCUMULATOR", accumulator)
+def test_float32_sums_are_accurate(c_mode):
+    """float32 sums, means and products accumulate in float64 (PyTensor's acc_dtype) and are rounded
+    to float32 once. (Before, ffigraph accumulated float32 in float32 to match numpy's own float32
+    sums bit for bit; this test then compared with ``np.sum(v)`` on float32.)"""
     rng = np.random.default_rng(5)
     v = rng.uniform(0, 1, size=(1000003,)).astype("float32")
     exact = v.astype("float64").sum()
     q = v[:50] + np.float32(0.5)
-    x, y = T.tensor("float32", (None,)), T.tensor("float32", (None,))
-    inputs, outputs, extra = [x, y], [T.sum(x), T.mean(x), T.prod(y)], []
-    if accumulator == "float32":
-        # the matrix of the bit-for-bit row sums below, in the same function (the next draw of rng)
-        mat = rng.standard_normal((37, 201)).astype("float32")
-        z = T.tensor("float32", (None, None))
-        inputs.append(z)
-        outputs += [T.sum(z, axis=1), T.sum(z), T.mean(z, axis=1)]
-        extra = [mat]
-    f = function(inputs, outputs, mode=c_mode)
-    s, m, p = f(v, q, *extra)[:3]
+    # the matrix of the bit-for-bit row sums below, in the same function (the next draw of rng)
+    mat = rng.standard_normal((37, 201)).astype("float32")
+    x, y, z = T.tensor("float32", (None,)), T.tensor("float32", (None,)), T.tensor("float32", (None, None))
+    f = function([x, y, z], [T.sum(x), T.mean(x), T.prod(y), T.sum(z, axis=1), T.sum(z), T.mean(z, axis=1)],
+                 mode=c_mode)
+    s, m, p = f(v, q, mat)[:3]
     assert s.dtype == np.float32 and m.dtype == np.float32 and p.dtype == np.float32
     assert abs(float(s) - exact) <= 1e-6 * exact
     assert abs(float(m) - exact / v.size) <= 1e-6 * exact / v.size
     for layout in ("strided", "reversed"):
-        s2 = f(relayout(v, layout), q, *extra)[0]
+        s2 = f(relayout(v, layout), q, mat)[0]
         assert abs(float(s2) - exact) <= 1e-6 * exact
-    if accumulator == "float32":
-        # numpy's pairwise summation in float32, bit for bit (numpy 1.x sums long arrays in
-        # blocks of 8192, its buffer size, so compare on shorter ones)
-        short = v[:8000]
-        got = f(short, q, mat)
-        s3, m3 = got[:2]
-        assert s3.tobytes() == np.sum(short).tobytes() and m3.tobytes() == np.mean(short).tobytes()
-        assert p.tobytes() == np.prod(q).tobytes()
-        for g, want in zip(got[3:], (mat.sum(axis=1), mat.sum(), mat.mean(axis=1))):
-            assert g.tobytes() == want.tobytes()
-    else:
-        # one rounding at the end: the correctly rounded float32 of the double sum
-        w = rng.standard_normal(7).astype("float32")
-        assert f(w, q)[0] == np.float32(w.astype("float64").sum())
+    # numpy's pairwise summation, in float64, rounded once: bit for bit (numpy 1.x sums long arrays
+    # in blocks of 8192, its buffer size, so compare on shorter ones)
+    short = v[:8000]
+    got = f(short, q, mat)
+    s3, m3 = got[:2]
+    d = short.astype("float64")
+    assert s3.tobytes() == np.float32(d.sum()).tobytes()
+    assert m3.tobytes() == (np.float32(d.sum()) / np.float32(short.size)).tobytes()
+    assert p.tobytes() == np.float32(np.prod(q.astype("float64"))).tobytes()
+    m64 = mat.astype("float64")
+    for g, want in zip(got[3:], (m64.sum(axis=1).astype("float32"), np.float32(m64.sum()),
+                                 m64.sum(axis=1).astype("float32") / np.float32(201))):
+        assert g.tobytes() == np.asarray(want, dtype="float32").tobytes()
+    # one rounding at the end: the correctly rounded float32 of the double sum
+    w = rng.standard_normal(7).astype("float32")
+    assert f(w, q, mat)[0] == np.float32(w.astype("float64").sum())
 
 
 def test_float64_pairwise_sum_is_accurate(c_mode):
@@ -545,10 +544,14 @@ def test_column_reductions_fold_into_the_output(kind, c_mode):
 
 
 def test_column_sum_matches_numpy_bit_for_bit(c_mode):
+    """A float32 column sum folds rows into float64 accumulators (a temporary) in numpy's order, then
+    rounds once: numpy's float64 column sum rounded to float32, bit for bit; the mean divides that
+    by the float32 count. (Before the float64 accumulator, the reference was numpy's float32 sum.)"""
     rng = np.random.default_rng(13)
     m = T.tensor("float32", (None, None))
     f = function([m], [T.sum(m, axis=0), T.mean(m, axis=0)], mode=c_mode)
     a = rng.standard_normal((300, 41)).astype("float32")
     s, mu = f(a)
-    assert s.tobytes() == a.sum(axis=0).tobytes()
-    assert mu.tobytes() == a.mean(axis=0).tobytes()
+    col = a.astype("float64").sum(axis=0).astype("float32")
+    assert s.tobytes() == col.tobytes()
+    assert mu.tobytes() == (col / np.float32(300)).tobytes()

@@ -12,7 +12,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import function
 from helpers import (ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, LAYOUTS, Case, assert_matches, caller, check, check_cases,
-                     relayout, sample)
+                     np_accumulate, relayout, sample)
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 ARG_KINDS = ("argmax", "argmin")
@@ -56,14 +56,18 @@ def values_for(kind, dtype, shape, special=True):
 
 
 def np_reduce(kind, a, axis, keepdims, dtype=None):
-    """numpy's answer for ``kind``; argmax/argmin over several axes count in C order over them."""
+    """numpy's answer for ``kind``; argmax/argmin over several axes count in C order over them.
+
+    sum, prod and mean follow PyTensor's accumulation rule (``helpers.np_accumulate``): the input
+    converted to the accumulator (float32 to float64, ints to int64), reduced, and converted to the
+    output dtype; numpy's own ``np.sum(a, dtype=...)`` converts each element to ``dtype`` instead
+    and sums float32 in float32, which is what ffigraph did before it took PyTensor's rule."""
     a = np.asarray(a)
     if kind in ARG_KINDS:
         return np_arg(kind, a, axis, keepdims)
-    kw = {}
-    if dtype is not None:
-        kw["dtype"] = dtype
-    return np.asarray(NP[kind](a, axis=axis, keepdims=keepdims, **kw))
+    if kind in ("sum", "prod", "mean"):
+        return np_accumulate(kind, a, axis, keepdims, dtype=dtype)
+    return np.asarray(NP[kind](a, axis=axis, keepdims=keepdims))
 
 
 def _axes(axis, ndim):

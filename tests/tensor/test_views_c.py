@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import ffigraph.tensor as T
-from ffigraph import Mode, Out, function
+from ffigraph import In, Mode, Out, function
 from helpers import ALL_DTYPES, LAYOUTS, Case, assert_matches, caller, check_cases, relayout, sample
 
 C_OPS = ("Reshape", "Subtensor", "Alloc", "Join")
@@ -127,11 +127,12 @@ VIEW_CASES = [
 
 
 def test_reshape_views_where_numpy_does(cmode):
-    """With borrow=True the result may view the input: it does exactly when numpy's reshape does.
-    Every case of VIEW_CASES on its own input (its own buffer), in one compiled function."""
+    """With borrow=True on the input and the output the result may view the input: it does exactly
+    when numpy's reshape does. Every case of VIEW_CASES on its own input (its own buffer), in one
+    compiled function."""
     xs = [T.dmatrix() for _ in VIEW_CASES]
     outs = [x.reshape(target) for x, (_, target) in zip(xs, VIEW_CASES)]
-    f = function(xs, [Out(out, borrow=True) for out in outs], mode=cmode)
+    f = function([In(x, borrow=True) for x in xs], [Out(out, borrow=True) for out in outs], mode=cmode)
     values = [layout(np.arange(4 * 6, dtype="float64").reshape(4, 6)) for layout, _ in VIEW_CASES]
     for case, got, out, value in zip(range(len(VIEW_CASES)), f(*values), outs, values):
         target = VIEW_CASES[case][1]
@@ -338,8 +339,9 @@ def test_outputs_never_alias_the_callers_input(cmode):
 
 def test_borrowed_view_outputs(cmode):
     x, y = T.dmatrix(), T.dmatrix()
-    f = function([x, y], [Out(x[1:], borrow=True), Out(x.reshape((2, 6)), borrow=False),
-                          Out(y[1:, ::-1], borrow=True)], mode=cmode)
+    f = function([In(x, borrow=True), In(y, borrow=True)],
+                 [Out(x[1:], borrow=True), Out(x.reshape((2, 6)), borrow=False), Out(y[1:, ::-1], borrow=True)],
+                 mode=cmode)
     for layout in LAYOUTS:
         value = relayout(np.arange(12.0).reshape(3, 4), layout)
         a, b, _ = f(value, np.zeros((3, 4)))
