@@ -94,6 +94,17 @@ def _non_empty_str(value):
     return value
 
 
+def _traceback_limit(value):
+    """How many user frames a node records (-1: all, 0: none); a string from FFIGRAPH_FLAGS is parsed."""
+    try:
+        limit = int(value)
+    except (TypeError, ValueError):
+        raise ValueError("must be an int (-1: all frames, 0: none), got %r" % (value,)) from None
+    if isinstance(value, bool) or isinstance(value, float) or limit < -1:
+        raise ValueError("must be an int (-1: all frames, 0: none), got %r" % (value,))
+    return limit
+
+
 # key -> (default factory, validator, doc)
 _SPEC = {
     "floatX": (lambda: "float64", _one_of("float64", "float32"),
@@ -103,9 +114,15 @@ _SPEC = {
     "cxx": (_default_cxx, _non_empty_str, "C compiler command (defaults to $CC, then gcc)"),
     "compile_timeout": (lambda: 300.0, _positive_seconds,
                         "seconds one run of the C compiler (or nvcc) may take before it is killed"),
-    "linker": (lambda: "cvm", _non_empty_str, "linker of the default mode (cvm: C where possible)"),
-    "mode": (lambda: "FAST_RUN", _non_empty_str, "name of the mode used when function() gets none"),
-    "optimizer": (lambda: "fast_run", _non_empty_str, "rewrite query of the default mode"),
+    "linker": (lambda: "cvm", _non_empty_str,
+               "linker of the modes Mode and FAST_RUN (cvm: C where possible; c, c|py, py, and Theano's "
+               "vm, vm_nogc, cvm_nogc, c|py_nogc)"),
+    "mode": (lambda: "Mode", _non_empty_str,
+             "mode of a function compiled without one: Mode (config.linker and config.optimizer, as in "
+             "PyTensor), FAST_RUN, FAST_COMPILE, DebugMode, ... (any case)"),
+    "optimizer": (lambda: "fast_run", _non_empty_str,
+                  "rewrites of the mode Mode: fast_run (= o4), fast_compile (= o1), o2, o3, unsafe, merge, "
+                  "stabilize or None"),
     "device": (lambda: "cpu", _one_of("cpu", "cuda"),
                "where the default mode computes: cuda moves supported nodes to the GPU"),
     "nvcc": (lambda: "", str, "the nvcc command (empty: $CUDA_HOME/bin, $CUDA_PATH/bin, PATH, /usr/local/cuda)"),
@@ -115,6 +132,12 @@ _SPEC = {
     "profile": (lambda: False, _boolean,
                 "profile every function compiled without an explicit profile= (f.profile; the summaries "
                 "are printed to stderr at exit, as Theano does)"),
+    "traceback__limit": (lambda: 8, _traceback_limit,
+                         "how many frames of the user's code each Apply node records in node.tag.trace "
+                         "(shown by runtime errors and debugprint(print_trace=True)); -1 all, 0 none"),
+    "compute_test_value": (lambda: "off", _one_of("off", "ignore", "warn", "raise", "pdb"),
+                           "compute each new node's outputs from its inputs' tag.test_value when the graph "
+                           "is built: off, ignore (skip nodes with an input that has none), warn, raise, pdb"),
     "sanitize": (lambda: "", _sanitizers,
                  "build generated C with gcc sanitizers: '' (off), address, undefined or address+undefined; "
                  "address needs libasan preloaded (LD_PRELOAD=$(gcc -print-file-name=libasan.so))"),
@@ -147,6 +170,9 @@ class Config:
         values = object.__getattribute__(self, "_values")
         if key not in values:
             values[key] = _SPEC[key][0]()
+        # later reads find it in the instance dict without coming here (graph building reads
+        # some keys once per node)
+        object.__getattribute__(self, "__dict__")[key] = values[key]
         return values[key]
 
     def __setattr__(self, key, value):
@@ -158,12 +184,14 @@ class Config:
         except ValueError as err:
             raise ValueError("ffigraph.config.%s %s" % (key, err)) from None
         self._values[key] = value
+        self.__dict__[key] = value
 
     def __delattr__(self, key):
         """``del config.key`` restores the default (computed again on next read)."""
         if key not in _SPEC:
             raise AttributeError("ffigraph.config has no setting %r" % (key,))
         self._values.pop(key, None)
+        self.__dict__.pop(key, None)
 
     @contextlib.contextmanager
     def change_flags(self, **flags):

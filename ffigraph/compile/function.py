@@ -2,10 +2,10 @@
 
 The pipeline, in order:
   1. normalise inputs (In), outputs (Out), updates and givens;
-  2. find the shared variables the graph reads, as implicit inputs;
+  2. find the shared variables the graph reads, as implicit inputs, and their default updates;
   3. build a FunctionGraph (a private copy of the graph);
   4. rewrite it (mode.optimizer);
-  5. insert DeepCopyOp where an output could alias an input, a constant or another output;
+  5. insert DeepCopyOp where an output could alias an input not lent to it, a constant or another output;
   6. link it (mode.linker) into a thunk and storage cells;
   7. wrap it in a ``Function`` that filters arguments, runs, returns outputs, applies updates.
 """
@@ -27,14 +27,20 @@ from ffigraph.graph.fg import FunctionGraph, MissingInputError
 
 
 def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=None,
-             trust_input=False, allow_input_downcast=None, on_unused_input="raise", profile=None):
+             trust_input=False, allow_input_downcast=None, on_unused_input="raise", profile=None,
+             no_default_updates=False):
     """Compile a callable computing ``outputs`` from ``inputs``.
 
     outputs: a Variable (the call returns one value), a list (returns a list),
     or None. updates: (shared, new_value) pairs applied after each call.
     givens: (variable, replacement) pairs substituted before compiling.
+    mode: a Mode or a mode name; None follows ``config.mode`` (by default ``'Mode'``:
+    ``config.linker`` and ``config.optimizer``).
     profile: True records every call and node (``f.profile``, a ProfileStats);
     None follows ``config.profile``. Off, the function and its C carry no timing code.
+    no_default_updates: as in PyTensor, the ``default_update`` of every shared
+    variable the graph reads is applied after each call, unless ``updates`` has
+    one for it; True applies none, a list of shared variables skips those.
     """
     if profile is None:
         profile, from_config = config.profile, config.profile
@@ -45,7 +51,7 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
     times = CompileTimes()
     with recording_compile_times(times):
         f = _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast,
-                     on_unused_input, profile)
+                     on_unused_input, profile, no_default_updates)
     f.maker.compile_times = times
     if profile:
         f.profile.compile_times = times
@@ -55,15 +61,20 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
 
 
 def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast, on_unused_input,
-             profile):
+             profile, no_default_updates=False):
     ins = _normalise_inputs(inputs, allow_input_downcast)
     outs, single = _normalise_outputs(outputs)
     upd = _normalise_updates(updates)
+    skip_defaults = _normalise_no_default_updates(no_default_updates)
     out_vars = [o.variable for o in outs]
     upd_values = [v for _, v in upd]
-    if givens:
-        replaced = clone_replace(out_vars + upd_values, _normalise_givens(givens))
+    given_pairs = _normalise_givens(givens) if givens else []
+    if given_pairs:
+        replaced = clone_replace(out_vars + upd_values, given_pairs)
         out_vars, upd_values = replaced[:len(out_vars)], replaced[len(out_vars):]
+    if skip_defaults is not True:
+        upd += _default_updates(out_vars + upd_values, [s for s, _ in upd], skip_defaults, given_pairs)
+        upd_values += [v for _, v in upd[len(upd_values):]]
 
     shared_vars = _implicit_shared(out_vars + upd_values, [s for s, _ in upd])
     _check_inputs_cover_graph(ins, shared_vars, out_vars + upd_values, on_unused_input)
@@ -72,7 +83,10 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
     mode = get_mode(mode)
     with compile_phase("rewrite"):
         mode.optimize(fgraph)
-        _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd))
+        # a function owns its shared variables' storage: to the aliasing rule they are lent inputs,
+        # as PyTensor's implicit In(shared, borrow=True)
+        _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd),
+                         [spec.borrow for spec in ins] + [True] * len(shared_vars))
     fgraph.update_slots = list(range(len(outs), len(outs) + len(upd)))
     linker = mode.new_linker().accept(fgraph)
     if profile:
@@ -183,6 +197,40 @@ def _normalise_updates(updates):
     return out
 
 
+def _normalise_no_default_updates(value):
+    """True (apply no default update), or the set of shared variables whose default update to skip."""
+    if isinstance(value, bool):
+        return True if value else set()
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            if not isinstance(item, Variable):
+                raise TypeError("no_default_updates must be True, False or a list of shared variables; "
+                                "it holds %r" % (item,))
+        return set(value)
+    raise TypeError("no_default_updates must be True, False or a list of shared variables, got %r" % (value,))
+
+
+def _default_updates(variables, explicit, skip, given_pairs):
+    """(shared, default_update) for every shared variable that ``variables`` read, with a default update,
+    and neither updated explicitly nor in ``skip``; the expressions are searched in turn, since a default
+    update may read other shared variables with default updates (PyTensor's rebuild_collect_shared).
+    givens apply inside them too; a shared variable that givens replaced is no longer read."""
+    done = set(explicit) | set(skip)
+    found, frontier = [], list(variables)
+    while frontier:
+        new = []
+        for v in graph_inputs(frontier):
+            if isinstance(v, SharedVariable) and v not in done and v.default_update is not None:
+                done.add(v)
+                new.append((v, v.default_update))
+        if given_pairs and new:
+            exprs = clone_replace([e for _, e in new], given_pairs)
+            new = [(s, e) for (s, _), e in zip(new, exprs)]
+        found += new
+        frontier = [e for _, e in new]
+    return found
+
+
 def _normalise_givens(givens):
     pairs = list(givens.items()) if isinstance(givens, dict) else list(givens)
     out = []
@@ -248,21 +296,27 @@ def _alias_roots(var):
     return roots
 
 
-def _insert_deepcopy(fgraph, borrow_flags):
+def _insert_deepcopy(fgraph, borrow_flags, input_borrow=None):
     """Copy each output that could share memory with something it must not.
 
     Always copied: a view of a constant or of an intermediate value (a C
-    linker frees intermediates when the call ends), and an output sharing
-    memory with an earlier output. Copied unless borrowed: an output that is,
-    or views, a graph input.
+    linker frees intermediates when the call ends), an output sharing memory
+    with an earlier output, and an output that is, or views, a graph input the
+    caller did not lend (``input_borrow``: In(borrow=...) per graph input; all
+    lent when None). Copied unless borrowed (``Out(borrow=True)``): an output
+    that is, or views, a lent input. So an output aliases an input only when
+    both said borrow=True, PyTensor's rule.
     """
     leaves = set(fgraph.inputs)
+    if input_borrow is None:
+        input_borrow = [True] * len(fgraph.inputs)
+    not_lent = {v for v, lent in zip(fgraph.inputs, input_borrow) if not lent}
     claimed = set()
     for pos, (var, borrow) in enumerate(zip(list(fgraph.outputs), borrow_flags)):
         roots = _alias_roots(var)
         views_internal = any(r is not var and r not in leaves for r in roots)
         const = any(isinstance(r, Constant) for r in roots)
-        must_copy = views_internal or const or bool(roots & claimed)
+        must_copy = views_internal or const or bool(roots & claimed) or bool(roots & not_lent)
         if must_copy or (not borrow and roots & leaves):
             fgraph.change_node_input("output", pos, deep_copy_op(var), reason="insert_deepcopy")
         else:

@@ -9,8 +9,9 @@ _NO_VALUE = object()
 class In:
     """An input of ``function``.
 
-    mutable: the function may overwrite the value passed (inplace rewrites).
-    borrow: the function may keep a reference to the value between calls.
+    mutable: the function may overwrite the value passed (inplace rewrites); implies borrow.
+    borrow: the caller lends the value: an output declared ``Out(..., borrow=True)`` may then
+    be, or view, its memory. Without it (the default) no output ever aliases the value passed.
     strict: the value must already have exactly the right type (no cast).
     allow_downcast: cast even when precision is lost (None: Theano's default rule).
     value: a default, used when the caller omits this argument.
@@ -39,7 +40,8 @@ class In:
 
 
 class Out:
-    """An output of ``function``; ``borrow=True`` lets it alias inputs or internal memory."""
+    """An output of ``function``; ``borrow=True`` lets it alias the memory of inputs lent with
+    ``In(..., borrow=True)`` and of shared variables, instead of being copied."""
 
     def __init__(self, variable, borrow=False):
         if not isinstance(variable, Variable):

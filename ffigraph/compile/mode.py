@@ -1,12 +1,14 @@
 """``Mode``: which rewrites run (``optimizer``) and which linker builds the function.
 
-Modes and linkers are looked up by name in two registries, as in Theano:
-``Mode(linker='py', optimizer='fast_run')``, ``function(..., mode='FAST_RUN')``.
+Modes, linkers and optimizers are looked up by name, as in Theano and PyTensor:
+``Mode(linker='py', optimizer='fast_run')``, ``function(..., mode='FAST_RUN')``. Unknown names
+raise ValueError listing the known ones; nothing falls back silently.
 """
 from __future__ import annotations
 
 import logging
 import time
+from collections import namedtuple
 
 from ffigraph.config import config
 from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
@@ -15,8 +17,40 @@ from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
 
 _log = logging.getLogger("ffigraph.rewriting")  # the phases, beside the rewrites they run
 
-predefined_linkers = {"py": PerformLinker, "c": CLinker, "c|py": OpWiseCLinker, "cvm": CVMLinker}
+predefined_linkers = {
+    "py": PerformLinker, "c": CLinker, "c|py": OpWiseCLinker, "cvm": CVMLinker,
+    # Theano's and PyTensor's other names, as the nearest ffigraph linker (README, "Modes and linkers"):
+    # vm is their VM with a Python loop over per-node C thunks, which c|py is here; ffigraph has no
+    # allow_gc switch (a Python-sequenced linker keeps intermediates until the next call starts, the
+    # whole-graph library frees them as the call ends), so a _nogc name is its linker's twin.
+    "vm": OpWiseCLinker, "vm_nogc": OpWiseCLinker, "c|py_nogc": OpWiseCLinker, "cvm_nogc": CVMLinker,
+}
 predefined_modes = {}
+
+# What an optimizer name selects from the rewrite database (PyTensor's RewriteDatabaseQuery):
+# rewrites tagged with any of ``include`` and all of ``require``, none of ``exclude``, and, with
+# ``cutoff``, none placed after the rewrite of that name.
+OptimizerQuery = namedtuple("OptimizerQuery", "include exclude require cutoff")
+_OPT_NONE = OptimizerQuery((), (), (), None)
+_OPT_FAST_RUN = OptimizerQuery(("fast_run",), (), (), None)
+_OPT_FAST_COMPILE = OptimizerQuery(("fast_compile",), (), (), None)
+_OPT_O3 = OptimizerQuery(("fast_run",), ("inplace",), (), None)
+
+# PyTensor's names and meanings (pytensor.compile.mode.predefined_optimizers), over ffigraph's
+# rewrites; the README's "Rewrites" lists what each runs here.
+predefined_optimizers = {
+    None: _OPT_NONE,
+    "None": _OPT_NONE,
+    "merge": OptimizerQuery(("merge",), (), (), None),
+    "fast_run": _OPT_FAST_RUN,
+    "o4": _OPT_FAST_RUN,                                                 # PyTensor's default
+    "o3": _OPT_O3,                                                       # fast_run without inplace
+    "unsafe": _OPT_O3._replace(include=("fast_run", "unsafe")),          # o3 plus rewrites tagged unsafe
+    "o2": _OPT_FAST_COMPILE._replace(include=("fast_compile", "fusion")),  # fast_compile plus fusion
+    "o1": _OPT_FAST_COMPILE,
+    "fast_compile": _OPT_FAST_COMPILE,
+    "stabilize": _OPT_FAST_RUN._replace(cutoff="stabilize"),             # fast_run up to stabilize
+}
 
 
 def _register(registry, what, name, factory):
@@ -39,23 +73,51 @@ def _make_linker(linker):
         return linker
     if isinstance(linker, str):
         if linker not in predefined_linkers:
-            raise ValueError("unknown linker %r (known: %s)" % (linker, ", ".join(sorted(predefined_linkers))))
+            raise ValueError("unknown linker %r (known: %s)"
+                             % (linker, ", ".join(map(repr, sorted(predefined_linkers)))))
         return predefined_linkers[linker]()
     raise TypeError("linker must be a Linker or a registered name, got %r" % (linker,))
+
+
+def _optimizer_query(optimizer, from_config=False):
+    """The OptimizerQuery an optimizer name stands for, or the callable itself."""
+    if optimizer is None or isinstance(optimizer, str):
+        query = predefined_optimizers.get(optimizer)
+        if query is not None:
+            return query
+        known = ", ".join(repr(k) for k in sorted(predefined_optimizers, key=lambda k: (k is not None, str(k))))
+        message = "unknown optimizer %r (known: %s; or a callable taking the FunctionGraph)" % (optimizer, known)
+        if from_config:
+            message = "config.optimizer: " + message
+        mode_names = [m for m in predefined_modes if m.upper() == optimizer.upper()]
+        if mode_names:
+            message += "; %r is a mode name: pass mode=%r to function()" % (optimizer, mode_names[0])
+            if optimizer.lower() in predefined_optimizers:
+                message += ", or optimizer=%r" % (optimizer.lower(),)
+        raise ValueError(message)
+    if callable(optimizer):
+        return optimizer
+    raise TypeError("Mode(optimizer=...) must be an optimizer name, None or a callable taking the "
+                    "FunctionGraph, got %r" % (optimizer,))
 
 
 class Mode:
     """A linker plus a rewrite query.
 
-    ``optimizer`` is a tag of the rewrite database (``'fast_run'``), None or
-    ``'None'`` for no rewrites, or a callable applied to the FunctionGraph.
+    ``optimizer`` is one of PyTensor's optimizer names (``predefined_optimizers``:
+    ``'fast_run'``, ``'fast_compile'``, ``'merge'``, ``'o1'``..``'o4'``, ``'unsafe'``,
+    ``'stabilize'``; None or ``'None'`` for no rewrites), ``'default'`` for
+    ``config.optimizer``, or a callable applied to the FunctionGraph. ``linker``
+    is a Linker or a name of ``predefined_linkers`` (None: ``config.linker``).
     """
 
     def __init__(self, linker=None, optimizer="default", include=(), exclude=(), require=(), device=None):
         self.linker_spec = linker
         self._linker = _make_linker(linker)
-        if optimizer == "default":
+        from_config = isinstance(optimizer, str) and optimizer == "default"
+        if from_config:
             optimizer = config.optimizer
+        self._query = _optimizer_query(optimizer, from_config)
         self.optimizer = optimizer
         self.device = config.device if device is None else device
         if self.device not in ("cpu", "cuda"):
@@ -94,22 +156,26 @@ class Mode:
         """The (name, rewrite) pairs this mode applies, in order."""
         import ffigraph.rewriting  # noqa: F401  (registers the standard rewrites on first use)
 
-        if self.optimizer is None or self.optimizer == "None":
-            tags = set(self.include)
-        elif callable(self.optimizer):
-            return [("custom", self.optimizer)]
-        else:
-            tags = {self.optimizer} | set(self.include)
-        return optdb.query(include=tags, exclude=self.exclude, require=self.require)
+        query = self._query
+        if not isinstance(query, OptimizerQuery):
+            return [("custom", query)]
+        cutoff = None if query.cutoff is None else optdb.position_of(query.cutoff)
+        return optdb.query(include=set(query.include) | set(self.include), exclude=self._excluded(),
+                           require=query.require + self.require, position_cutoff=cutoff)
+
+    def _excluded(self):
+        query = self._query
+        return (query.exclude if isinstance(query, OptimizerQuery) else ()) + self.exclude
 
     def optimize(self, fgraph):
         """Apply this mode's rewrites in order; groups of node rewriters also honour ``excluding``."""
         debug = _log.isEnabledFor(logging.DEBUG)
+        excluded = self._excluded()
         for name, rewrite in self.rewrites():
             if debug:
                 start, before = time.perf_counter(), len(fgraph.apply_nodes)
             if isinstance(rewrite, EquilibriumRewriter):
-                rewrite(fgraph, exclude=self.exclude)
+                rewrite(fgraph, exclude=excluded)
             else:
                 rewrite(fgraph)
             if debug:
@@ -125,7 +191,12 @@ class Mode:
 
 
 def get_mode(mode):
-    """A Mode from None (``config.mode``), a registered name, or a Mode."""
+    """A Mode from None (``config.mode``), a registered name, or a Mode.
+
+    Names are matched exactly, then as a linker name (``'py'``: that linker with
+    ``config.optimizer``), then ignoring case, as PyTensor's ``get_mode`` does
+    (``'fast_run'``, ``'debugmode'``, ``'mode'``).
+    """
     if mode is None:
         mode = config.mode
     if isinstance(mode, Mode):
@@ -135,7 +206,11 @@ def get_mode(mode):
             return predefined_modes[mode]()
         if mode in predefined_linkers:
             return Mode(linker=mode)
-        raise ValueError("unknown mode %r (known: %s)" % (mode, ", ".join(sorted(predefined_modes))))
+        same = [name for name in predefined_modes if name.upper() == mode.upper()]
+        if len(same) == 1:
+            return predefined_modes[same[0]]()
+        raise ValueError("unknown mode %r (known, in any case: %s)"
+                         % (mode, ", ".join(map(repr, sorted(predefined_modes)))))
     raise TypeError("mode must be a Mode or a registered name, got %r" % (mode,))
 
 
@@ -145,6 +220,11 @@ def register_mode(name, mode_factory):
 
 
 # Linkers default to config.linker at the time the mode is made, so FFIGRAPH_FLAGS=linker=... applies.
+# "Mode" (config.mode's default, as in PyTensor) takes both config.linker and config.optimizer;
+# FAST_RUN fixes the rewrites to fast_run and keeps config.linker, as PyTensor's get_mode does.
+register_mode("Mode", lambda: Mode(linker=None, optimizer="default"))
 register_mode("FAST_RUN", lambda: Mode(linker=None, optimizer="fast_run"))
 register_mode("FAST_COMPILE", lambda: Mode(linker="py", optimizer="fast_compile"))
+register_mode("C", lambda: Mode(linker="c", optimizer="fast_run"))
+register_mode("CVM", lambda: Mode(linker="cvm", optimizer="fast_run"))
 register_mode("PERFORM", lambda: Mode(linker="py", optimizer="fast_run"))

@@ -19,6 +19,25 @@ class SharedVariable(Variable):
             container = Container(type, name=name, strict=strict, allow_downcast=allow_downcast)
             container.storage[0] = type.filter(value, strict=strict, allow_downcast=allow_downcast)
         self.container = container
+        self._default_update = None
+
+    @property
+    def default_update(self):
+        """An update expression applied by every function that reads this variable, as in PyTensor:
+        ``s.default_update = s + 1`` makes each call of such a function advance ``s``, unless the
+        function has an explicit update for ``s`` or skips it with ``no_default_updates``. None (the
+        default) means none; the expression must have this variable's type."""
+        return self._default_update
+
+    @default_update.setter
+    def default_update(self, value):
+        if value is None:
+            self._default_update = None
+            return
+        try:
+            self._default_update = self.type.filter_variable(value, allow_convert=True)
+        except TypeError as err:
+            raise TypeError("default_update of shared variable %s: %s" % (self, err)) from None
 
     def get_value(self, borrow=False, return_internal_type=False):
         """The current value; a copy unless ``borrow=True``."""
@@ -36,6 +55,10 @@ class SharedVariable(Variable):
     @property
     def value(self):
         return self.get_value()
+
+    def get_test_value(self):
+        """A shared variable's test value is its current value (for config.compute_test_value)."""
+        return self.get_value(borrow=True, return_internal_type=True)
 
     def clone(self, name=None):
         cp = type(self)(self.type, None, name if name is not None else self.name, container=self.container)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 
 from ffigraph.graph.fg import Feature, InconsistencyError
+from ffigraph.graph.utils import copy_stack_trace
 
 _log = logging.getLogger("ffigraph.rewriting")
 
@@ -44,12 +45,17 @@ class RewriteDatabase:
     def tags_of(self, name):
         return self._entries[name][2]
 
-    def query(self, include=(), exclude=(), require=()):
-        """The (name, rewrite) pairs tagged with any of ``include`` and all of ``require``, minus ``exclude``."""
+    def position_of(self, name):
+        return self._entries[name][0]
+
+    def query(self, include=(), exclude=(), require=(), position_cutoff=None):
+        """The (name, rewrite) pairs tagged with any of ``include`` and all of ``require``, minus ``exclude``;
+        with ``position_cutoff``, only those at that position or before (PyTensor's query field)."""
         include, exclude, require = set(include), set(exclude), set(require)
         picked = [
             (pos, name, rw) for name, (pos, rw, tags) in self._entries.items()
             if tags & include and not tags & exclude and require <= tags
+            and (position_cutoff is None or pos <= position_cutoff)
         ]
         return [(name, rw) for pos, name, rw in sorted(picked, key=lambda e: (e[0], e[1]))]
 
@@ -133,6 +139,9 @@ def replace_all_validate(fgraph, pairs, reason=None, group=None):
     try:
         for old, new in pairs:
             if old is not new and old in fgraph.variables:
+                # the nodes a rewrite made carry the trace of what they replace (PyTensor's
+                # copy_stack_trace), so errors still name the user's line
+                copy_stack_trace(old, new, stop=fgraph.variables)
                 fgraph.replace(old, new, reason=reason)
                 if done is not None:
                     done.append((old, new))

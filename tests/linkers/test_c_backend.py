@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ffigraph.tensor as T
-from ffigraph import Mode, Out, function
+from ffigraph import In, Mode, Out, function
 from ffigraph.abi import ABI_VERSION, ENTRY_POINTS, HEADER_PATH, cdef_text, expected_layout, ffi
 from ffigraph.graph import Apply
 from ffigraph.graph.op import Op
@@ -216,9 +216,10 @@ def test_outputs_are_not_copied_and_own_their_memory(cmode):
 
 def test_borrowed_view_of_input_keeps_input_alive():
     x = T.dvector("x")
-    f = function([x], Out(x[1:], borrow=True), mode=Mode(linker="c|py", optimizer=None))
+    f = function([In(x, borrow=True)], Out(x[1:], borrow=True), mode=Mode(linker="c|py", optimizer=None))
     v = np.arange(4.0)
     out = f(v)
+    assert np.shares_memory(out, v)   # a view (both lent and borrowed), not a copy
     del v
     import gc
 
