@@ -34,7 +34,7 @@ import unicodedata
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.fg import FunctionGraph
 
-__all__ = ["graph_dot", "graph_picture", "FORMATS"]
+__all__ = ["graph_dot", "graph_picture", "pydotprint", "FORMATS"]
 
 # output format -> what graphviz is asked for (None: the DOT text, no graphviz needed)
 FORMATS = {"svg": "svg", "png": "png", "pdf": "pdf", "dot": None, "gv": None}
@@ -97,6 +97,46 @@ def graph_picture(f_or_variables, path=None, format=None, expand_composites=Fals
     with open(path, "wb") as out:
         out.write(data)
     return path
+
+
+def pydotprint(fct, outfile=None, compact=True, format="png", with_ids=False, high_contrast=True,
+               cond_highlight=None, colorCodes=None, max_label_size=70, scan_graphs=False,
+               var_with_name_simple=False, print_output_file=True, return_image=False):
+    """Theano's and PyTensor's name for a graph picture: draw ``fct`` to ``outfile`` in ``format``.
+
+    fct: what ``graph_picture`` takes (a compiled Function, a Variable, an Apply,
+    a FunctionGraph or a list of them). format: ``png`` (the default), ``svg``,
+    ``pdf``, or ``dot``/``gv`` for the DOT text. outfile: the file to write;
+    ``.<format>`` is appended when it does not end so; None writes
+    ``ffigraph.pydotprint.<device>.<format>`` in ``config.compiledir``, as
+    PyTensor does. print_output_file: print where the file went.
+    return_image: return the picture's bytes and write no file.
+
+    The picture is ``graph_picture``'s (see this module's docstring for its
+    shapes and colours). Theano's styling options (compact, with_ids,
+    high_contrast, cond_highlight, colorCodes, max_label_size, scan_graphs,
+    var_with_name_simple) are accepted, so that Theano code runs unchanged,
+    and have no effect. Rendering needs the ``graphviz`` Python package and
+    Graphviz's ``dot`` program, as ``graph_picture`` does.
+    """
+    if not isinstance(format, str) or format.lower().lstrip(".") not in FORMATS:
+        raise ValueError("pydotprint: unknown format %r; known: %s" % (format, ", ".join(sorted(FORMATS))))
+    fmt = format.lower().lstrip(".")
+    if return_image:
+        return graph_picture(fct, None, format=fmt)
+    if outfile is None:
+        from ffigraph.config import config
+
+        os.makedirs(config.compiledir, exist_ok=True)
+        outfile = os.path.join(config.compiledir, "ffigraph.pydotprint.%s.%s" % (config.device, fmt))
+    else:
+        outfile = os.fsdecode(os.fspath(outfile))
+        if not outfile.endswith("." + fmt):
+            outfile += "." + fmt
+    graph_picture(fct, outfile, format=fmt)
+    if print_output_file:
+        print("The output file is available at", outfile)
+    return outfile
 
 
 # ----------------------------------------------------------------- format and rendering

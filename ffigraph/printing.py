@@ -24,14 +24,22 @@ the main tree.
 """
 from __future__ import annotations
 
+import linecache
 import sys
 
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.fg import FunctionGraph
+from ffigraph.graph.utils import creation_site, get_trace
 # Pictures live in their own module; it imports the graphviz package only when rendering.
-from ffigraph.picture import graph_dot, graph_picture
+from ffigraph.picture import graph_dot, graph_picture, pydotprint
+# The Print op and the infix printer (pp) live in their own modules too.
+from ffigraph.pretty import (ConstantPrinter, DefaultPrinter, FunctionPrinter, IgnorePrinter, LeafPrinter,
+                             OperatorPrinter, PatternPrinter, PPrinter, Printer, PrinterState, pp, pprint)
+from ffigraph.print_op import Print
 
-__all__ = ["debugprint", "dprint", "char_from_number", "graph_dot", "graph_picture"]
+__all__ = ["debugprint", "dprint", "char_from_number", "graph_dot", "graph_picture", "pydotprint", "Print",
+           "pp", "pprint", "PPrinter", "Printer", "PrinterState", "OperatorPrinter", "FunctionPrinter",
+           "PatternPrinter", "IgnorePrinter", "LeafPrinter", "ConstantPrinter", "DefaultPrinter"]
 
 _ID_KINDS = ("CHAR", "id", "int", "")
 
@@ -55,7 +63,7 @@ def char_from_number(number):
 
 
 def debugprint(obj, file=None, depth=-1, print_type=False, ids="CHAR", print_destroy_map=False,
-               print_view_map=False, done=None):
+               print_view_map=False, done=None, print_trace=False):
     """Print the graph(s) of ``obj`` as an indented tree, one line per variable.
 
     obj: a compiled Function (its rewritten graph ``f.maker.fgraph`` is
@@ -73,6 +81,8 @@ def debugprint(obj, file=None, depth=-1, print_type=False, ids="CHAR", print_des
     done: a dict that records what was printed (node or input -> id text);
     pass the same dict to several calls to keep numbering going and not expand
     a node twice.
+    print_trace: under each node, where the user's code created it (``node.tag.trace``,
+    recorded when ``config.traceback__limit`` is not 0): ``created at FILE:LINE (in FUNCTION): source``.
     """
     if ids not in _ID_KINDS:
         raise ValueError("debugprint: ids must be one of %s, got %r"
@@ -89,6 +99,7 @@ def debugprint(obj, file=None, depth=-1, print_type=False, ids="CHAR", print_des
 
     printer = _Printer(depth=depth, print_type=print_type, ids=ids, print_destroy_map=print_destroy_map,
                        print_view_map=print_view_map, done=done)
+    printer.print_trace = print_trace
     for var, order in roots:
         printer.print_tree(var, order)
     printer.print_inner_graphs()
@@ -153,6 +164,8 @@ class _Printer:
         self.inner = []  # (provider, node), one per distinct provider, in order of appearance
         self.inner_seen = set()
         self.lines = []
+        self.print_trace = False
+        self.traced = set()  # nodes (outputs of multi-output nodes) whose creation trace was printed
 
     def id_text(self, key):
         """`` [id X]`` for a node (or an input), the same text each time it shows up."""
@@ -183,6 +196,13 @@ class _Printer:
                 continue
             self.note_inner_graph(node)
             self.lines.append(prefix + self.node_line(var, node, order) + "\n")
+            # (each output of a multi-output node: a rewrite may have made it from several)
+            traced = var if len(node.outputs) > 1 else node
+            if self.print_trace and traced not in self.traced:
+                self.traced.add(traced)
+                more = node not in self.expanded and depth != 1 and node.inputs  # inputs follow: keep the bar
+                self.lines.extend("%s%s %s\n" % (child_prefix, _BRANCH_CONT if more else _LAST_CONT, line)
+                                  for line in _trace_lines(traced))
             if node in self.expanded or depth == 1 or not node.inputs:
                 continue
             self.expanded.add(node)
@@ -241,6 +261,18 @@ class _Printer:
             self.lines.append("\n%s%s\n" % (node.op, self.id_text(node)))
             for line in lines:
                 self.lines.append("%s%s\n" % (_INNER_INDENT, line))
+
+
+def _trace_lines(thing):
+    """``created at FILE:LINE (in FUNCTION): source`` for a node (or the output of a multi-output
+    node, which a rewrite may have made from several) with a recorded trace, else nothing."""
+    site = creation_site(thing)
+    if site is None:
+        return []
+    stack = get_trace(thing)
+    filename, lineno = tuple(stack[-1])[:2]
+    source = linecache.getline(filename, lineno).strip()
+    return ["created at %s%s" % (site, ": " + source if source else "")]
 
 
 def _inner_graph_provider(op):

@@ -5,14 +5,80 @@ Variable has at most one ``owner`` Apply (None for inputs and constants).
 """
 from __future__ import annotations
 
+import sys
+import threading
 from itertools import count
+
+from ffigraph.config import config
+from ffigraph.graph.utils import TestValueError, user_stack
 
 
 class Scratchpad:
-    """Free-form annotations on a variable (``var.tag.test_value`` and the like)."""
+    """Free-form annotations on a node or variable (``tag.trace``, ``var.tag.test_value``, ...)."""
 
     def __repr__(self):
         return "Scratchpad(%s)" % ", ".join("%s=%r" % kv for kv in sorted(vars(self).items()))
+
+
+class _VariableTag(Scratchpad):
+    """A variable's tag: ``test_value`` is filtered by the variable's type when set (PyTensor's
+    ValidatingScratchpad), so a value of the wrong dtype or rank fails where it is given."""
+
+    __slots__ = ("_type",)
+
+    @property
+    def test_value(self):
+        try:
+            return self.__dict__["test_value"]
+        except KeyError:
+            raise AttributeError("test_value") from None
+
+    @test_value.setter
+    def test_value(self, value):
+        try:
+            self.__dict__["test_value"] = self._type.filter(value)
+        except (TypeError, ValueError) as err:
+            raise type(err)("test value %s does not fit the variable's type %s: %s"
+                            % (_describe_value(value), self._type, err)) from None
+
+    @test_value.deleter
+    def test_value(self):
+        try:
+            del self.__dict__["test_value"]
+        except KeyError:
+            raise AttributeError("test_value") from None
+
+
+def user_trace(limit, frame):
+    """A ``tag.trace`` value for a node made now: [stack of the user's frames at and above
+    ``frame``], [] without user frames, None when the node is made while compiling."""
+    stack = user_stack(limit, frame)
+    if stack is None:
+        return None
+    return [stack] if stack else []
+
+
+def set_trace(node, trace):
+    """Set ``node.tag.trace`` (and its outputs' where they have none); nothing when ``trace`` is None
+    (a node made while compiling: the rewrite that made it copies the trace of what it replaces)."""
+    if trace is not None:
+        node.tag.trace = trace
+        for out in node.outputs:
+            out.tag.__dict__.setdefault("trace", trace)
+
+
+class _OpCall(threading.local):
+    made = None  # while this thread runs make_node under Op.__call__: the nodes made, to trace
+
+
+_op_call = _OpCall()
+
+
+def _describe_value(value):
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return "of shape %s and dtype %s" % (tuple(shape), dtype)
+    return "%r" % (value,)
 
 
 class Apply:
@@ -33,6 +99,16 @@ class Apply:
                 raise ValueError("Apply of %s: output %r already belongs to another node" % (op, out))
             out.owner, out.index = self, idx
             self.outputs.append(out)
+        # where the user's code made this node (config.traceback__limit frames; 0: not recorded).
+        # Inside Op.__call__ (which makes nearly every node) the nodes its make_node makes are
+        # traced when make_node returns, from fewer frames; a node made any other way is traced here.
+        limit = config.traceback__limit
+        if limit:
+            made = _op_call.made
+            if made is not None:
+                made.append(self)
+            else:
+                set_trace(self, user_trace(limit, sys._getframe(1)))
 
     @property
     def nin(self):
@@ -53,8 +129,10 @@ class Apply:
         return self.outputs[0]
 
     def clone(self):
-        """A new Apply with the same op and inputs and fresh outputs of the same types."""
-        return Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
+        """A new Apply with the same op and inputs and fresh outputs of the same types (and its tag)."""
+        cp = Apply(self.op, self.inputs, [o.clone() for o in self.outputs])
+        cp.tag.__dict__.update(self.tag.__dict__)
+        return cp
 
     def clone_with_new_inputs(self, inputs, strict=True):
         """The same op applied to ``inputs``; ``strict`` keeps the output types unchanged."""
@@ -64,8 +142,16 @@ class Apply:
             for old, new in zip(self.inputs, inputs):
                 if old.type != new.type:
                     raise TypeError("%s: input type %s cannot replace %s" % (self.op, new.type, old.type))
-            return Apply(self.op, inputs, [o.clone() for o in self.outputs])
-        return self.op.make_node(*inputs)
+            cp = Apply(self.op, inputs, [o.clone() for o in self.outputs])
+            cp.tag.__dict__.update(self.tag.__dict__)
+            return cp
+        cp = self.op.make_node(*inputs)
+        trace = getattr(self.tag, "trace", None)
+        if trace:
+            cp.tag.trace = trace
+            for out in cp.outputs:
+                out.tag.__dict__.setdefault("trace", trace)
+        return cp
 
     def __str__(self):
         return "%s(%s)" % (self.op, ", ".join(str(i) for i in self.inputs))
@@ -83,7 +169,8 @@ class Variable:
         self.owner = owner
         self.index = index
         self.name = name
-        self.tag = Scratchpad()
+        self.tag = tag = _VariableTag()
+        tag._type = type
         self.auto_name = "auto_%d" % next(self._ids)
 
     def clone(self, name=None):
@@ -107,6 +194,13 @@ class Variable:
 
     def get_parents(self):
         return [self.owner] if self.owner is not None else []
+
+    def get_test_value(self):
+        """The test value (``tag.test_value``); raises ``TestValueError`` when there is none."""
+        try:
+            return self.tag.test_value
+        except AttributeError:
+            raise TestValueError("%s has no test value (set %s.tag.test_value)" % (self, self)) from None
 
     def eval(self, inputs_to_values=None):
         """Compile (once, memoised) and run the graph computing this variable."""
@@ -140,6 +234,10 @@ class Constant(Variable):
 
     @property
     def value(self):
+        return self.data
+
+    def get_test_value(self):
+        """A constant's test value is its value."""
         return self.data
 
     def __str__(self):

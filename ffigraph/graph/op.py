@@ -1,9 +1,78 @@
 """``Op``: the Theano op contract (make_node, perform, make_thunk, grad, infer_shape)."""
 from __future__ import annotations
 
+import copy
 import inspect
+import sys
+import warnings
 
-from ffigraph.graph.utils import PropsIdentity
+from ffigraph.config import config
+from ffigraph.graph.basic import _op_call, set_trace, user_trace
+from ffigraph.graph.utils import (PropsIdentity, TestValueError, add_tag_trace, get_variable_trace_string,
+                                  user_stack, user_stacklevel)
+
+
+def compute_test_value(node):
+    """Set each output's ``tag.test_value`` by running the op (its ``make_thunk``: ``perform`` for
+    most ops) on its inputs' test values, as PyTensor does when ``config.compute_test_value`` is on.
+
+    An input without one is handled as the flag says: ``ignore`` skips the node, ``warn`` warns and
+    skips it, ``raise`` raises ValueError naming the input, ``pdb`` opens the debugger. An error of
+    the op itself (a shape mismatch, ...) propagates, naming the node and its inputs' test values.
+    """
+    mode = config.compute_test_value
+    storage_map, compute_map = {}, {}
+    for i, var in enumerate(node.inputs):
+        try:
+            storage_map[var] = [var.get_test_value()]
+        except TestValueError:
+            what = "Cannot compute test value: input %d (%s) of Op %s missing default value" % (i, var, node)
+            if mode == "ignore":
+                return
+            if mode == "warn":
+                warnings.warn(what, stacklevel=user_stacklevel())
+                return
+            if mode == "raise":
+                raise ValueError(what + ". " + get_variable_trace_string(var)) from None
+            if mode == "pdb":
+                import pdb
+
+                pdb.post_mortem(sys.exc_info()[2])
+                return
+            raise ValueError("config.compute_test_value=%r is not one of off, ignore, warn, raise, pdb" % (mode,))
+        compute_map[var] = [True]
+    # an op that works in place must not change the inputs' own test values
+    for positions in (node.op.destroy_map or {}).values():
+        for pos in positions:
+            cell = storage_map[node.inputs[pos]]
+            storage_map[node.inputs[pos]] = [copy.copy(cell[0])]
+    for var in node.outputs:
+        storage_map[var] = [None]
+        compute_map[var] = [False]
+    thunk = node.op.make_thunk(node, storage_map, compute_map, [])
+    try:
+        thunk()
+    except Exception as err:
+        where = "\nwhile computing the test value of %s (config.compute_test_value=%r) from inputs %s" % (
+            node, mode, ", ".join("%s = %s" % (v, _value_summary(storage_map[v][0])) for v in node.inputs))
+        if err.args and isinstance(err.args[0], str):
+            err.args = (err.args[0] + where,) + err.args[1:]
+        else:
+            err.args = err.args + (where,)
+        raise
+    for var in node.outputs:
+        value = storage_map[var][0]
+        if value is None:
+            raise ValueError("%s computed no test value for output %s" % (node.op, var))
+        var.tag.test_value = value
+
+
+def _value_summary(value):
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is not None and dtype is not None:
+        return "<%s %s>" % (dtype, tuple(shape))
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class Op(PropsIdentity):
@@ -25,10 +94,30 @@ class Op(PropsIdentity):
         raise NotImplementedError("%s does not implement make_node" % type(self).__name__)
 
     def __call__(self, *inputs, **kwargs):
-        node = self.make_node(*inputs, **kwargs)
+        limit = config.traceback__limit
+        if limit:
+            # trace here the nodes make_node makes (Apply leaves them to us): fewer frames to walk
+            calls = _op_call
+            outer, made = calls.made, []
+            calls.made = made
+            try:
+                node = self.make_node(*inputs, **kwargs)
+            finally:
+                calls.made = outer
+            if made:
+                trace = user_trace(limit, sys._getframe(1))
+                for new in made:
+                    set_trace(new, trace)
+        else:
+            node = self.make_node(*inputs, **kwargs)
+        if config.compute_test_value != "off" and user_stack(1, sys._getframe(1)) is not None:
+            compute_test_value(node)  # (not for nodes a rewrite makes while compiling, as in PyTensor)
         if self.default_output is not None:
             return node.outputs[self.default_output]
         return node.outputs[0] if len(node.outputs) == 1 else node.outputs
+
+    # so that an op's make_node can call self.add_tag_trace(node), as in Theano
+    add_tag_trace = staticmethod(add_tag_trace)
 
     def perform(self, node, inputs, output_storage):
         raise NotImplementedError("%s has no Python implementation (perform)" % self)

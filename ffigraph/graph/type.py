@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import copy
+import sys
 
-from ffigraph.graph.basic import Constant, Variable
+from ffigraph.config import config
+from ffigraph.graph.basic import Constant, Variable, _op_call, user_trace
 from ffigraph.graph.utils import PropsIdentity
 
 
@@ -56,7 +58,15 @@ class Type(PropsIdentity):
         return self.constant_type(self, value, name)
 
     def __call__(self, name=None):
-        return self.make_variable(name)
+        var = self.make_variable(name)
+        # a variable the user makes (an input: x = T.dvector("x")) records where, as in PyTensor;
+        # one made inside an op's make_node gets its node's trace instead
+        limit = config.traceback__limit
+        if limit and _op_call.made is None:
+            trace = user_trace(limit, sys._getframe(1))
+            if trace is not None:
+                var.tag.trace = trace
+        return var
 
     def convert_variable(self, var):
         """Return ``var`` viewed as this type when that is safe, else None."""

@@ -96,12 +96,28 @@ def annotate_node_error(err, node, position, fgraph):
     where = "\nApply node that caused the error: #%d %s\nNode inputs: %s" % (position, node, inputs)
     if graph_inputs:
         where += "\nFunction inputs it depends on: %s" % graph_inputs
+    where += node_trace_text(node)
     if err.args and isinstance(err.args[0], str):
         err.args = (err.args[0] + where,) + err.args[1:]
     else:
         err.args = err.args + (where,)
     err.failed_node = node
     return err
+
+
+def node_trace_text(node):
+    """Where ``node`` was created (``node.tag.trace``), as error messages show it, or a hint."""
+    from ffigraph.config import config
+    from ffigraph.graph.utils import creation_site, format_trace
+
+    site = creation_site(node)
+    if site is not None:
+        return ("\nApply node created at: %s\nBacktrace when the node was created (use "
+                "config.traceback__limit=N to make it longer, -1 for all):\n%s" % (site, format_trace(node)))
+    if config.traceback__limit == 0:
+        return ("\nHINT: set config.traceback__limit (FFIGRAPH_FLAGS=traceback__limit=8) to record where "
+                "each node is created")
+    return ""
 
 
 def sequence_thunks(fgraph, order, node_thunks, storage_map, profile=False):

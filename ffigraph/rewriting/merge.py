@@ -33,6 +33,8 @@ def merge_rewrite(fgraph):
     for node in fgraph.toposort():
         if node not in fgraph.apply_nodes or node.op.destroy_map:
             continue  # two nodes that overwrite an input are not the same computation
+        if getattr(node.op, "has_side_effects", False):
+            continue  # each one acts when it runs (a Print prints): merging would drop one
         key = (node.op, tuple(node.inputs))
         try:
             other = seen.setdefault(key, node)
