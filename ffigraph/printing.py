@@ -27,6 +27,7 @@ from __future__ import annotations
 import linecache
 import sys
 
+from ffigraph.compile.monitormode import set_node_printer
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.graph.utils import creation_site, get_trace
@@ -290,3 +291,6 @@ def _map_text(mapping):
         items.append("%s: [%s]" % (key, ", ".join(str(i) for i in mapping[key])))
     return "{%s}" % ", ".join(items)
 
+
+# reports of the compile layer (detect_nan, NanGuardMode) show a node's debugprint
+set_node_printer(lambda var: debugprint(var, file="str"))

@@ -211,15 +211,28 @@ class MonitorMode(Mode):
     __repr__ = __str__
 
 
+# How a node is shown in a report (detect_nan, NanGuardMode's errors). ffigraph.printing, a later
+# layer, installs its debugprint here when it is imported (``import ffigraph`` does); without it a
+# node is shown as one line.
+_node_printer = [lambda var: "%s\n" % (var,)]
+
+
+def set_node_printer(printer):
+    """``printer(variable_or_node) -> str``: the text reports show for a node or one of its outputs."""
+    _node_printer[0] = printer
+
+
+def node_text(var):
+    return _node_printer[0](var)
+
+
 def detect_nan(fgraph, i, node, fn):
     """A ``post_func`` for MonitorMode: print the node, its inputs and outputs when an output holds NaN."""
-    from ffigraph.printing import debugprint
-
     for output in fn.outputs:
         value = output[0]
         if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "fc" and np.isnan(value).any():
             print("*** NaN detected ***")
-            debugprint(node)
+            print(node_text(node), end="")
             print("Inputs : %s" % [cell[0] for cell in fn.inputs])
             print("Outputs: %s" % [cell[0] for cell in fn.outputs])
             break

@@ -29,7 +29,7 @@ import traceback
 import numpy as np
 
 from ffigraph.compile.mode import Mode, register_mode
-from ffigraph.compile.monitormode import WrapLinker, clone_wrapping_mode
+from ffigraph.compile.monitormode import WrapLinker, clone_wrapping_mode, node_text
 
 __all__ = ["NanGuardMode", "NanGuardError", "BIG"]
 
@@ -184,8 +184,6 @@ class NanGuardMode(Mode):
                 raise NanGuardError(message, kinds, input_index=pos)
 
     def _node_error(self, fgraph, i, node, fn, k, kinds, mask):
-        from ffigraph.printing import debugprint
-
         value = fn.outputs[k][0]
         lines = ["NanGuardMode: %s detected in output %d (%s) of node #%d, op %s%s"
                  % (" and ".join(kinds), k, _describe(value), i, node.op, _first_bad(value, mask))]
@@ -195,7 +193,7 @@ class NanGuardMode(Mode):
         if where:
             lines.append("The node was created at:\n" + where)
         lines.append("NanGuardMode found an error in the output of a node in this variable:")
-        lines.append(debugprint(node.outputs[k], file="str").rstrip("\n"))
+        lines.append(node_text(node.outputs[k]).rstrip("\n"))
         return NanGuardError("\n".join(lines), kinds, node=node, output_index=k)
 
     def _clone(self, **changes):
