@@ -299,3 +299,21 @@ def np_accumulate(kind, a, axis=None, keepdims=False, dtype=None, acc_dtype=None
             quotient = np.result_type(out, count_dtype)
             total = np.asarray(total.astype(quotient) / count_dtype.type(count), dtype=quotient)
     return total
+
+
+def op_names(nodes):
+    """Elemwise nodes by scalar op name ('cast' for casts), other nodes by class name; DeepCopyOp
+    (the copy an output may need) left out."""
+    from ffigraph.compile.ops import DeepCopyOp
+    from ffigraph.scalar.basic import Cast
+    from ffigraph.tensor.elemwise import Elemwise
+
+    out = []
+    for op in (n.op for n in nodes):
+        if isinstance(op, DeepCopyOp):
+            continue
+        if isinstance(op, Elemwise):
+            out.append("cast" if isinstance(op.scalar_op, Cast) else op.scalar_op.name)
+        else:
+            out.append(type(op).__name__)
+    return out

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import ffigraph.tensor as T
+from helpers import op_names
 from ffigraph import Mode, function
 from ffigraph.compile.ops import DeepCopyOp, Shape, Shape_i
 from ffigraph.graph.basic import io_toposort
@@ -32,20 +33,6 @@ def rewrite_mode(linker):
 
 def plain_mode(linker):
     return Mode(linker=linker, optimizer=None)
-
-
-def _names(nodes):
-    """Elemwise nodes by scalar op name, other nodes by class name (DeepCopyOp left out)."""
-    out = []
-    for op in (n.op for n in nodes):
-        if isinstance(op, DeepCopyOp):
-            continue
-        if isinstance(op, Elemwise):
-            sop = op.scalar_op
-            out.append("cast" if isinstance(sop, Cast) else sop.name)
-        else:
-            out.append(type(op).__name__)
-    return out
 
 
 def float_values(dtype, shape=(len(F_SPECIAL),)):
@@ -130,7 +117,7 @@ class Batch:
         return [n.op for n in self.nodes(k)]
 
     def op_names(self, k):
-        return _names(self.nodes(k))
+        return op_names(self.nodes(k))
 
     def _call(self, fn, args):
         flat = [a for graph_args in args for a in graph_args]

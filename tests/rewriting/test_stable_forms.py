@@ -13,12 +13,10 @@ import numpy as np
 import pytest
 
 import ffigraph.tensor as T
+from helpers import op_names
 from ffigraph import Mode, function
-from ffigraph.compile.ops import DeepCopyOp
 from ffigraph.graph.basic import io_toposort
 from ffigraph.printing import debugprint
-from ffigraph.scalar.basic import Cast
-from ffigraph.tensor.elemwise import Elemwise
 
 X = np.array([-800.0, -40.0, -1.0, 0.0, 1e-8, 1.0, 40.0, 800.0])
 B = np.array([0.5, -0.25, 2.0, 0.0, -1.5, 0.75, -3.0, 1.0])
@@ -98,18 +96,6 @@ def _arity(build):
     return build.__code__.co_argcount
 
 
-def _names(nodes):
-    out = []
-    for op in (n.op for n in nodes):
-        if isinstance(op, DeepCopyOp):
-            continue
-        if isinstance(op, Elemwise):
-            out.append("cast" if isinstance(op.scalar_op, Cast) else op.scalar_op.name)
-        else:
-            out.append(type(op).__name__)
-    return out
-
-
 class Graphs:
     """Graphs with inputs of their own, compiled into ONE function under ``mode``."""
 
@@ -123,7 +109,7 @@ class Graphs:
 
     def op_names(self, k):
         fg = self.f.maker.fgraph
-        return set(_names(io_toposort(fg.inputs, [fg.outputs[k]])))
+        return set(op_names(io_toposort(fg.inputs, [fg.outputs[k]])))
 
     def __call__(self, args):
         return self.f(*[a for graph_args in args for a in graph_args])
