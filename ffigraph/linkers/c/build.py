@@ -81,11 +81,15 @@ def cuda_source_text(requirements):
 
 
 def cuda_link_flags(requirements):
-    """Linking the nvcc object: the CUDA runtime (shared, found again at load time) and C++'s library."""
+    """Linking the nvcc object: the CUDA runtime (shared, found again at load time) and C++'s library.
+
+    ``--exclude-libs,ALL`` keeps what static archives bring in out of the library's exports: where the
+    toolkit links parts of C++'s runtime statically (seen with CUDA 13 on an H100 machine), their
+    symbols (``__cxa_throw``, ...) would otherwise become exports beside the ABI's entry points."""
     cuda = requirements["cuda"]
     rpath = requirements.get("rpath")
     return ["-L" + cuda["cudart_dir"], "-Wl,-rpath," + (rpath[0] if rpath else cuda["cudart_dir"]),
-            "-lcudart", "-lstdc++"]
+            "-Wl,--exclude-libs,ALL", "-lcudart", "-lstdc++"]
 
 
 def nvcc_command(requirements, cu_path, obj_path):
