@@ -12,6 +12,19 @@ from ffigraph.gradient import grad, hessian, jacobian, verify_grad
 # the subpackages users reach as attributes (``ffigraph.tensor.dvector``, ``ffigraph.printing.debugprint``);
 # last, since they build on the layers above (tensor, then printing, which may name tensor ops)
 from ffigraph import tensor, printing  # noqa: E402,F401
+# the export layer plugs f.export() into the compile layer when imported
+from ffigraph import export  # noqa: E402,F401
+from ffigraph.linkers import devices as _devices  # noqa: E402
+
+# This module is the composition root: the one place that may name every layer (docs/layers.md).
+
+
+def _load_cuda():
+    import ffigraph.cuda  # noqa: F401  (registers the CUDA device and its GPU rewrite)
+
+
+# devices load when asked for (Mode(device='cuda')), so a CPU-only process never imports their packages
+_devices.register_loader("cuda", _load_cuda, package="ffigraph.cuda")
 
 # a library leaves output to the application: silent unless the user configures logging
 logging.getLogger("ffigraph").addHandler(logging.NullHandler())

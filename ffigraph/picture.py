@@ -33,6 +33,7 @@ import unicodedata
 
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.fg import FunctionGraph
+from ffigraph.graph.utils import char_from_number
 
 __all__ = ["graph_dot", "graph_picture", "pydotprint", "FORMATS"]
 
@@ -365,8 +366,6 @@ class _DotWriter:
             return _shorten(str(var.name), _MAX_NAME)
         if isinstance(var, Constant):
             return _shorten(_safe_str(var), _MAX_NAME)
-        from ffigraph.printing import char_from_number
-
         text = "id %s" % char_from_number(self.short_ids)
         self.short_ids += 1
         return text

@@ -30,7 +30,7 @@ import sys
 from ffigraph.compile.monitormode import set_node_printer
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.fg import FunctionGraph
-from ffigraph.graph.utils import creation_site, get_trace
+from ffigraph.graph.utils import char_from_number, creation_site, get_trace
 # Pictures live in their own module; it imports the graphviz package only when rendering.
 from ffigraph.picture import graph_dot, graph_picture, pydotprint
 # The Print op and the infix printer (pp) live in their own modules too.
@@ -48,19 +48,6 @@ _ID_KINDS = ("CHAR", "id", "int", "")
 _BRANCH, _BRANCH_CONT = " ├─ ", " │ "
 _LAST, _LAST_CONT = " └─ ", "   "
 _INNER_INDENT = "    "
-
-
-def char_from_number(number):
-    """0 -> 'A', 25 -> 'Z', 26 -> 'BA' (base 26 with A as the zero digit, as PyTensor)."""
-    if number < 0:
-        raise ValueError("char_from_number: %d is negative" % number)
-    digits = []
-    while True:
-        number, rem = divmod(number, 26)
-        digits.append(chr(ord("A") + rem))
-        if number == 0:
-            break
-    return "".join(reversed(digits))
 
 
 def debugprint(obj, file=None, depth=-1, print_type=False, ids="CHAR", print_destroy_map=False,

@@ -86,6 +86,19 @@ def dtype_code(dtype):
     return _KIND_CODE[dtype.kind], dtype.itemsize * 8
 
 
+# The C element type of each dtype, as generated code and the ABI header spell it.
+C_ELEMENT_TYPES = {
+    "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
+    "float32": "float", "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
+}
+
+
+def c_element_type(dtype):
+    """The C type of one element of ``dtype`` (``float64`` -> ``double``)."""
+    return C_ELEMENT_TYPES[np.dtype(dtype).name]
+
+
 def dtype_from_code(code, bits):
     kind = _CODE_KIND.get(code)
     if kind is None:

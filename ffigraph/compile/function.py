@@ -16,12 +16,12 @@ from time import perf_counter as _perf_counter
 
 from ffigraph.compile.calllock import OwnedLock, acquire_all, get_ident, release_all, update_lock_of, wait_turn
 from ffigraph.compile.io import In, Out
-from ffigraph.compile.mode import get_mode
-from ffigraph.compile.ops import deep_copy_op
+from ffigraph.compile.mode import Mode, get_mode
+from ffigraph.tensor.generic_ops import deep_copy_op
 from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
     recording_compile_times
 from ffigraph.compile.sharedvalue import SharedVariable
-from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs
+from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs, set_function_builder
 from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph, MissingInputError
 
@@ -104,10 +104,30 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
                          [how for _, how in linker.describe_nodes()], getattr(thunk, "profile_recorder", None),
                          _linker_label(linker))
     if getattr(linker, "c_callable", False):  # Theano's CLinker(c_callable=True): export as it compiles
-        from ffigraph.export.bundle import export_to_cache
-
-        thunk.filename = export_to_cache(f, linker.export_dir).directory
+        thunk.filename = _exporter("export_to_cache")(f, linker.export_dir).directory
     return f
+
+
+# ------------------------------------------------------------------ the export layer's plug
+
+# ``f.export`` and ``CLinker(c_callable=True)`` write C library folders with ``ffigraph.export``, the
+# layer above this one: it hands its two entry points here when imported (``import ffigraph`` does),
+# so compile never imports it.
+_export_entry_points = {}
+
+
+def set_exporter(export_function, export_to_cache):
+    """Plug in the export layer: ``export_function(f, directory, name, example_inputs)`` and
+    ``export_to_cache(f, directory)``."""
+    _export_entry_points.update(export_function=export_function, export_to_cache=export_to_cache)
+
+
+def _exporter(name):
+    try:
+        return _export_entry_points[name]
+    except KeyError:
+        raise RuntimeError("exporting needs the export layer, which plugs itself in when imported: "
+                           "import ffigraph.export (import ffigraph does) first") from None
 
 
 # ------------------------------------------------------------------ normalising
@@ -540,9 +560,7 @@ class Function:
         values shipped as ``.npy`` files for the example to use. ``directory`` must be
         new, empty, or an earlier export, which is replaced.
         """
-        from ffigraph.export.bundle import export_function
-
-        return export_function(self, directory, name=name, example_inputs=example_inputs)
+        return _exporter("export_function")(self, directory, name=name, example_inputs=example_inputs)
 
     def info(self):
         """Which linker ran, and how each node runs."""
@@ -599,3 +617,14 @@ def _input_filter(spec):
         return vtype.filter(value, strict=strict, allow_downcast=downcast)
 
     return filt
+
+
+def _build_for_lower_layers(inputs, outputs, linker=None, optimizer="default"):
+    """How the graph and rewriting layers compile (``Variable.eval``; constant folding of an op that
+    folds through its own C code): the default mode, or the linker and optimizer asked for."""
+    mode = None if linker is None and optimizer == "default" else Mode(linker=linker, optimizer=optimizer)
+    return function(inputs, outputs, mode=mode)
+
+
+# the layers below compile through ``ffigraph.graph.basic.compile_graph``, which calls this layer
+set_function_builder(_build_for_lower_layers)

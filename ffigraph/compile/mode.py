@@ -12,6 +12,7 @@ from collections import namedtuple
 
 from ffigraph.config import config
 from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
+from ffigraph.linkers import devices
 from ffigraph.linkers.basic import Linker, PerformLinker
 from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
 
@@ -123,8 +124,10 @@ class Mode:
         if self.device not in ("cpu", "cuda"):
             raise ValueError("Mode(device=...) must be 'cpu' or 'cuda', got %r" % (self.device,))
         self.include, self.exclude, self.require = tuple(include), tuple(exclude), tuple(require)
-        if self.device == "cuda" and "gpu" not in self.include:
-            self.include += ("gpu",)   # the GPU rewrite moves supported nodes to the device
+        if self.device == "cuda":
+            devices.require("cuda")   # loads the CUDA package, which registers the "gpu" rewrite
+            if "gpu" not in self.include:
+                self.include += ("gpu",)   # the GPU rewrite moves supported nodes to the device
 
     @property
     def linker(self):

@@ -38,7 +38,7 @@ from ffigraph.cuda.op import GpuKernelOp
 from ffigraph.cuda.prelude import LAUNCHER_PARAMS
 from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.abi import c_element_type
 
 #: Threads per tile side of the tiled kernel (TILE x TILE threads per block).
 TILE = 16

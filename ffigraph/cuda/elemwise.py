@@ -28,11 +28,11 @@ from ffigraph.cuda.op import GpuKernelOp
 from ffigraph.cuda.prelude import LAUNCHER_PARAMS
 from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import SCALAR_TABLE
 from ffigraph.scalar.c_table import support_code
 from ffigraph.scalar.composite import Composite, const_value
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.abi import c_element_type
 from ffigraph.tensor.elemwise import _broadcast_static_shapes, broadcast_shape
 from ffigraph.tensor.elemwise_c import _NEEDS_HELPERS, compute_dtype
 from ffigraph.tensor.fused_c import _literal, step_expression

@@ -13,7 +13,7 @@ import threading
 from ffigraph.abi import dtype_code
 from ffigraph.cuda.prelude import launcher_prototype
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import COp
+from ffigraph.graph.c_interface import COp
 
 
 def launcher_symbol(name):

@@ -23,8 +23,8 @@ from ffigraph.cuda.op import GpuKernelOp
 from ffigraph.cuda.prelude import LAUNCHER_PARAMS
 from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
-from ffigraph.linkers.c.interface import MethodNotDefined
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.graph.c_interface import MethodNotDefined
+from ffigraph.abi import c_element_type
 from ffigraph.tensor.math import reduce_acc_dtype, reduce_output_dtype
 
 KINDS = ("sum", "prod", "max", "min", "all", "any", "mean")

@@ -11,7 +11,7 @@ from ffigraph.abi import dtype_code
 from ffigraph.cuda.op import GpuKernelOp
 from ffigraph.cuda.type import GpuArrayType, gpu_type_of
 from ffigraph.graph.basic import Apply
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.abi import c_element_type
 from ffigraph.tensor.type import TensorType
 
 

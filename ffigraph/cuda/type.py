@@ -13,8 +13,8 @@ import numpy as np
 from ffigraph.abi import dtype_code
 from ffigraph.cuda.marshal import device_view
 from ffigraph.graph.type import Type
-from ffigraph.linkers.c.interface import CType
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.graph.c_interface import CType
+from ffigraph.abi import c_element_type
 from ffigraph.tensor.type import normalize_dtype, normalize_shape
 
 

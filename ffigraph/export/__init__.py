@@ -4,4 +4,8 @@
 write the library, its headers, a Makefile, an example ``main.c``, a ``.npy``
 file per shared variable and a README. See ``bundle.py`` for the steps.
 """
-from ffigraph.export.bundle import ExportBundle, export_function, undefined_symbols  # noqa: F401
+from ffigraph.compile.function import set_exporter
+from ffigraph.export.bundle import ExportBundle, export_function, export_to_cache, undefined_symbols  # noqa: F401
+
+# f.export() and CLinker(c_callable=True) reach this layer through the compile layer's plug
+set_exporter(export_function, export_to_cache)

@@ -20,6 +20,7 @@ import numpy as np
 from ffigraph.abi import ABI_VERSION, HEADER_NAME, HEADER_PATH
 from ffigraph.export import handle_c, header_c, example_c, files_text
 from ffigraph.export.names import UniqueNames, c_identifier, file_stem
+from ffigraph.linkers import devices
 from ffigraph.linkers.c.build import build_library, compiler_command, cuda_link_flags, cuda_source_text, nvcc_command
 from ffigraph.linkers.c.linker import nodes_without_c_code, whole_graph_source
 
@@ -116,10 +117,8 @@ def _check_no_gpu_shared(fgraph, n_in):
 def _example_value(var, value, what):
     """An example input as the host array main.c loads (GPU inputs: their host copy)."""
     if is_gpu_type(var.type):
-        from ffigraph.cuda.device_array import to_host
-
         host_type = var.type.host_type()
-        return _c_value(host_type, host_type.filter(to_host(value)), what)
+        return _c_value(host_type, host_type.filter(devices.get("cuda").to_host(value)), what)
     return _c_value(var.type, value, what)
 
 

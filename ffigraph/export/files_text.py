@@ -5,6 +5,7 @@ import os
 import shlex
 
 from ffigraph.export.header_c import slot_map
+from ffigraph.linkers import devices
 
 MAKEFILE_TEMPLATE = """\
 # Makefile of the ffigraph export "%(N)s" (generated). Needs a C compiler and make, no Python.
@@ -53,9 +54,7 @@ def _quote(args):
 
 
 def _cuda_include_dir(plan):
-    from ffigraph.cuda.toolchain import cuda_root
-
-    return os.path.join(cuda_root(plan.graph.requirements["cuda"]["nvcc"]), "include")
+    return os.path.join(devices.get("cuda").toolchain_root(plan.graph.requirements["cuda"]), "include")
 
 
 SANITIZE_VARS = """\

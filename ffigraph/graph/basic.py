@@ -204,14 +204,33 @@ class Variable:
 
     def eval(self, inputs_to_values=None):
         """Compile (once, memoised) and run the graph computing this variable."""
-        from ffigraph.compile.function import function
-
         inputs_to_values = dict(inputs_to_values or {})
         key = tuple(inputs_to_values)
         cache = self.__dict__.setdefault("_eval_cache", {})
         if key not in cache:
-            cache[key] = function(list(key), self)
+            cache[key] = compile_graph(list(key), self)
         return cache[key](*inputs_to_values.values())
+
+
+# How the graph and rewriting layers compile a graph (``Variable.eval``, constant folding through an op's C
+# code): the graph layer knows nothing of the layers above it, so ``ffigraph.compile`` plugs its
+# builder in here when imported.
+_function_builder = [None]
+
+
+def set_function_builder(build):
+    """Make ``compile_graph`` use ``build(inputs, outputs, linker=None, optimizer="default")``."""
+    _function_builder[0] = build
+
+
+def compile_graph(inputs, outputs, linker=None, optimizer="default"):
+    """A compiled function of ``inputs`` computing ``outputs``, built by the compile layer (the default
+    mode, or ``Mode(linker=linker, optimizer=optimizer)``)."""
+    build = _function_builder[0]
+    if build is None:
+        raise RuntimeError("compiling %s needs the compile layer, which plugs itself in when imported: "
+                           "import ffigraph (or ffigraph.compile) first" % (outputs,))
+    return build(inputs, outputs, linker=linker, optimizer=optimizer)
 
 
 class Constant(Variable):

@@ -237,3 +237,16 @@ class TestValueError(Exception):
     """A variable has no test value (``tag.test_value``) where one was needed."""
 
     __test__ = False  # not a pytest test class
+
+
+def char_from_number(number):
+    """0 -> 'A', 25 -> 'Z', 26 -> 'BA' (base 26 with A as the zero digit, as PyTensor)."""
+    if number < 0:
+        raise ValueError("char_from_number: %d is negative" % number)
+    digits = []
+    while True:
+        number, rem = divmod(number, 26)
+        digits.append(chr(ord("A") + rem))
+        if number == 0:
+            break
+    return "".join(reversed(digits))

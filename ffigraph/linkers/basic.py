@@ -128,7 +128,7 @@ def sequence_thunks(fgraph, order, node_thunks, storage_map, profile=False):
     counters in ``thunk.profile_recorder`` (a separate function, so the plain one pays nothing).
     """
     if profile:
-        from ffigraph.compile.profiling import PythonNodeTimes, timed_sequence
+        from ffigraph.linkers.timing import PythonNodeTimes, timed_sequence
 
         recorder = PythonNodeTimes(order, storage_map)
         thunk = timed_sequence(fgraph, order, list(zip(node_thunks, order)), storage_map, recorder,

@@ -7,7 +7,8 @@ Order (position) and tags:
   3    specialize     fast_run
   3.5  merge_again    fast_run fast_compile
   4    fusion         fast_run                (elementwise chains and their reductions in one loop)
-  4.5  gpu            gpu                     (Mode(device='cuda'): supported nodes to the GPU)
+  4.5  gpu            gpu                     (Mode(device='cuda'): supported nodes to the GPU;
+                                               registered by the CUDA package when it is loaded)
   5    inplace        fast_run                (last: it must see the final graph)
 A mode selects by tag (``Mode(optimizer='fast_run')``), adds with
 ``including('name_or_tag')`` and drops with ``excluding(...)``; excluding
@@ -28,11 +29,6 @@ from ffigraph.rewriting.merge import merge_rewrite
 register_canonicalize(constant_folding, position=0)
 
 
-def _gpu_rewrite(fgraph):
-    from ffigraph.cuda.rewrite import gpu_rewrite   # the CUDA package only when a mode asks for it
-
-    return gpu_rewrite(fgraph)
-
 if "merge" not in optdb:
     optdb.register("merge", merge_rewrite, "fast_run", "fast_compile", position=0)
     optdb.register("canonicalize", canonicalize, "fast_run", "fast_compile", position=1)
@@ -40,5 +36,4 @@ if "merge" not in optdb:
     optdb.register("specialize", specialize, "fast_run", position=3)
     optdb.register("merge_again", merge_rewrite, "fast_run", "fast_compile", "merge", position=3.5)
     optdb.register("fusion", fusion_rewrite, "fast_run", position=4)
-    optdb.register("gpu", _gpu_rewrite, "gpu", position=4.5)
     optdb.register("inplace", inplace_rewrite, "fast_run", position=5)

@@ -302,7 +302,7 @@ def local_useless_reshape(fgraph, node):
     Fires when x's static shape is fully known and s is a constant equal to
     it (a -1 resolved), when s is ``Shape(x)``, and for a 1-d x reshaped to [-1].
     """
-    from ffigraph.compile.ops import Shape
+    from ffigraph.tensor.generic_ops import Shape
 
     x, shp = node.inputs
     out = node.outputs[0]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.graph.basic import Constant
+from ffigraph.graph.basic import Constant, compile_graph
 from ffigraph.graph.rewriting import node_rewriter
 
 MAX_FOLDED_BYTES = 1 << 16
@@ -29,10 +29,7 @@ def _fold_with_perform(node):
 
 
 def _fold_with_c(node):
-    from ffigraph.compile.function import function
-    from ffigraph.compile.mode import Mode
-
-    fn = function([], list(node.outputs), mode=Mode(linker="c|py", optimizer=None))
+    fn = compile_graph([], list(node.outputs), linker="c|py", optimizer=None)
     return fn()
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.compile.ops import Shape, Shape_i
+from ffigraph.tensor.generic_ops import Shape, Shape_i
 from ffigraph.graph.basic import Constant
 from ffigraph.graph.op import call_infer_shape
 from ffigraph.graph.rewriting import node_rewriter

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.abi import c_element_type
+from ffigraph.graph.c_interface import MethodNotDefined
 
 # float math from <math.h>; float32 uses the 'f' variants
 _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
@@ -218,8 +219,6 @@ static %(t)s ffg_softplus_%(s)s(%(t)s x)
 def support_code(dtype):
     """The helper functions the expressions for ``dtype`` may call."""
     dt = np.dtype(dtype)
-    from ffigraph.tensor.ctype import c_element_type
-
     if dt.kind in "iu":
         code = _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
     elif dt.kind == "f":

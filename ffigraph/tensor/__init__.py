@@ -8,7 +8,7 @@ from ffigraph.tensor.subtensor import IncSubtensor, Subtensor, inc_subtensor, se
 from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
-from ffigraph.gradient import grad, hessian, jacobian  # noqa: E402  (Theano's T.grad)
+from ffigraph.tensor.gradient import grad, hessian, jacobian  # noqa: E402  (Theano's T.grad)
 
 __all__ = list(_basic_all) + list(_math_all) + [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",

@@ -6,7 +6,7 @@ import numpy as np
 from ffigraph.config import config
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import DelegatedCOp
+from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.scalar.basic import SCALAR_OPS, Cast, upcast
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
@@ -213,7 +213,7 @@ class Alloc(DelegatedCOp, Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Sum the gradient over the axes the value was broadcast along."""
-        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.gradient import disconnected_type
         from ffigraph.tensor.elemwise_grad import sum_to_input
         from ffigraph.tensor.math import sum as tsum
 

@@ -3,19 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.abi import dtype_code
-from ffigraph.linkers.c.interface import CType
-
-C_ELEMENT_TYPES = {
-    "bool": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
-    "uint8": "uint8_t", "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t",
-    "float32": "float", "float64": "double", "complex64": "float _Complex", "complex128": "double _Complex",
-}
-
-
-def c_element_type(dtype):
-    return C_ELEMENT_TYPES[np.dtype(dtype).name]
-
+from ffigraph.abi import C_ELEMENT_TYPES, c_element_type, dtype_code  # noqa: F401  (re-exported)
+from ffigraph.graph.c_interface import CType
 
 def c_number(value, dtype):
     """A C literal for one element."""
@@ -97,7 +86,7 @@ if (ffg_extract(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, %(code)d, 
         return glob, stmts
 
     def c_registry_values(self):
-        """Names the generic ops' registered C code may use (see ffigraph.compile.ops)."""
+        """Names the generic ops' registered C code may use (see ffigraph.tensor.generic_ops)."""
         return dict(ndim=self.ndim, itemsize=self.numpy_dtype.itemsize, ctype=c_element_type(self.dtype))
 
     def c_code_cache_version(self):

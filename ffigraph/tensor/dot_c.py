@@ -43,7 +43,7 @@ import warnings
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.ctype import c_element_type
 
 #: Use BLAS for float32/float64 results when scipy-openblas64 is installed (see ``blas_info``).

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import upcast
 from ffigraph.scalar.c_table import c_cast, c_expression, support_code
 from ffigraph.tensor.ctype import c_element_type

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.c_table import c_cast, c_expression, support_code
 from ffigraph.scalar.composite import const_value
 from ffigraph.tensor.ctype import c_element_type

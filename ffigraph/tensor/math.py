@@ -7,7 +7,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import DelegatedCOp
+from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.scalar.basic import COMPLEX_PARTS, SCALAR_OPS, upcast
 from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.c_table import c_cast
 from ffigraph.tensor.ctype import C_ELEMENT_TYPES, c_element_type, c_number
 

@@ -1,5 +1,5 @@
 """C code of the generic ops (DeepCopyOp, ViewOp, Shape, Shape_i) for TensorType, via their registries."""
-from ffigraph.compile.ops import (
+from ffigraph.tensor.generic_ops import (
     register_deep_copy_op_c_code,
     register_shape_c_code,
     register_shape_i_c_code,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.build_c import STRIDED_COPY_C
 from ffigraph.tensor.ctype import c_element_type
 

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.compile.ops import Shape_i
-from ffigraph.compile.ops import shape as _shape_op
+from ffigraph.tensor.generic_ops import Shape_i
+from ffigraph.tensor.generic_ops import shape as _shape_op
 from ffigraph.graph.basic import Apply, Constant
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import DelegatedCOp
+from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.tensor.basic import as_tensor_variable, cast, constant, stack
 from ffigraph.tensor.type import TensorType
 
@@ -66,7 +66,7 @@ class Reshape(DelegatedCOp, Op):
         return [[True], [False]]  # the target shape only shapes the result
 
     def L_op(self, inputs, outputs, output_grads):
-        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.gradient import disconnected_type
 
         x = inputs[0]
         return [Reshape(x.type.ndim)(output_grads[0], shape(x)), disconnected_type()]

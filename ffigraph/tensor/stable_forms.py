@@ -22,7 +22,7 @@ simplifications, all exact in floating point: -(-a) = a, -(a - b) = b - a, -(-a 
 Two ``exp`` of the same expression (``exp(z) / (1 + exp(z))`` with the two ``exp`` built
 separately) count as one.
 
-``grad`` differentiates ``stabilize_graph(cost)`` (see ``ffigraph/gradient.py``) and the
+``grad`` differentiates ``stabilize_graph(cost)`` (see ``ffigraph/tensor/gradient.py``) and the
 stabilize rewrites (``ffigraph/rewriting/stabilize.py``) use the same matchers on the compiled
 graph, so both the gradient and the forward values stay finite for any finite z.
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import DelegatedCOp
+from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.tensor.basic import as_tensor_variable, cast, constant
 from ffigraph.tensor.elemwise import DimShuffle
 from ffigraph.tensor.type import TensorType
@@ -94,7 +94,7 @@ class Subtensor(DelegatedCOp, Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """The output gradient placed in a zero array the shape of ``x``."""
-        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.gradient import disconnected_type
         from ffigraph.tensor.basic import zeros_like
 
         x, index_inputs = inputs[0], inputs[1:]
@@ -294,7 +294,7 @@ class IncSubtensor(DelegatedCOp, Op):
     def L_op(self, inputs, outputs, output_grads):
         """x gets the gradient outside the region (and inside it too when incrementing);
         y gets the region's gradient, summed over the axes it was broadcast along."""
-        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.gradient import disconnected_type
         from ffigraph.tensor.elemwise_grad import sum_to_input
         from ffigraph.tensor.math import sum as tsum
 

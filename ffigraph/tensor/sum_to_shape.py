@@ -11,7 +11,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import DelegatedCOp
+from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.tensor.basic import as_tensor_variable, cast, constant, stack
 from ffigraph.tensor.type import TensorType
 
@@ -61,7 +61,7 @@ class SumToShape(DelegatedCOp, Op):
 
     def L_op(self, inputs, outputs, output_grads):
         """Broadcast the gradient back to ``g``'s shape: the transpose of summing."""
-        from ffigraph.gradient import disconnected_type
+        from ffigraph.tensor.gradient import disconnected_type
         from ffigraph.tensor.basic import alloc
         from ffigraph.tensor.shapes import shape_i
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.ctype import c_element_type
 
 

@@ -210,7 +210,7 @@ class _TensorOperators:
         return _m().clip(self, a_min, a_max)
 
     def copy(self, name=None):
-        from ffigraph.compile.ops import deep_copy_op
+        from ffigraph.tensor.generic_ops import deep_copy_op
 
         out = deep_copy_op(self)
         out.name = name

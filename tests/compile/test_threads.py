@@ -21,7 +21,7 @@ from ffigraph.abi import ffi
 from ffigraph.compile.mode import Mode
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
-from ffigraph.linkers.c.interface import COp
+from ffigraph.graph.c_interface import COp
 from ffigraph.linkers.c.marshal import CallBlock
 
 LINKERS = ["c", "cvm", "c|py", "py"]

@@ -20,7 +20,7 @@ from ffigraph.cuda.elemwise import (GpuElemwise, device_support_code, gpu_elemwi
                                     launcher_text)
 from ffigraph.cuda.reduce import KINDS, GpuReduce, gpu_reduce_supported
 from ffigraph.cuda.type import GpuArrayType
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import SCALAR_OPS, Cast
 from ffigraph.scalar.composite import Composite, const_ref
 from ffigraph.tensor.fused import FusedElemwise

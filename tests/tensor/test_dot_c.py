@@ -13,7 +13,7 @@ import pytest
 
 import ffigraph.tensor as T
 from ffigraph import Mode, function
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor import dot_c
 from helpers import Case, assert_matches, caller, check_cases, relayout, sample
 

@@ -16,7 +16,7 @@ import ffigraph.tensor as T
 from ffigraph import Mode, function
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.c.codegen import generate, node_has_c_code
-from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.math import ArgReduce, Reduce
 from helpers import Case, caller, check_cases, np_accumulate, relayout, sample
 

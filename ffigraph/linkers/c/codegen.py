@@ -23,6 +23,7 @@ import textwrap
 
 from ffigraph.abi import HEADER_NAME, dtype_code
 from ffigraph.graph.basic import Constant
+from ffigraph.linkers import devices
 from ffigraph.linkers.c import profile_c
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.linkers.c.runtime import RUNTIME_C
@@ -218,11 +219,10 @@ class _Generator:
         # device values (even without a kernel, e.g. a view) need the CUDA object: it releases their blocks
         on_device = any(getattr(v.type, "device", "cpu") != "cpu" for v in seen)
         if self.requirements["cuda_sources"] or on_device:
-            from ffigraph.cuda.prelude import CUDA_PRELUDE
-            from ffigraph.cuda.toolchain import cuda_requirements
+            cuda = devices.get("cuda")   # registered by the package whose types and ops put CUDA here
 
-            self.requirements["cuda_sources"].insert(0, CUDA_PRELUDE)
-            self.requirements["cuda"] = cuda_requirements()
+            self.requirements["cuda_sources"].insert(0, cuda.prelude())
+            self.requirements["cuda"] = cuda.build_requirements()
         first_cleanup = cleanups[-1][0] if cleanups else "__label_end"
         body = "\n".join(setups) + "\n" + self._offers(seen) + calls + "\n" + self._syncs(first_cleanup) + "\n" \
             + "\n".join(code for _, code in reversed(cleanups)) + "\n__label_end:;"

@@ -11,8 +11,9 @@ import logging
 
 from ffigraph.abi import ffi
 from ffigraph.graph.fg import FunctionGraph
+from ffigraph.linkers import devices
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
-from ffigraph.compile.profiling import compile_phase
+from ffigraph.linkers.timing import compile_phase
 from ffigraph.linkers.c.codegen import comment_text, generate, node_has_c_code
 from ffigraph.linkers.c.load import library_for
 import numpy as np
@@ -79,9 +80,8 @@ class CompiledGraph:
         self.nodes = self.source.nodes
         self.device_allocator = None
         if self.source.requirements.get("cuda_sources"):
-            from ffigraph.cuda.allocator import install   # GPU graphs only: the host's device memory
-
-            self.device_allocator = install(self.library, self.state, self.block)
+            # GPU graphs only: the host's device memory
+            self.device_allocator = devices.get("cuda").install_allocator(self.library, self.state, self.block)
         self.call = self._make_call()
 
     def _make_call(self):
@@ -203,7 +203,7 @@ class CLinker(Linker):
 
         thunk.nodes = order
         if self.profile:
-            from ffigraph.compile.profiling import CNodeTimes
+            from ffigraph.linkers.timing import CNodeTimes
 
             thunk.profile_recorder = CNodeTimes(compiled)
         return thunk, in_cells, out_cells

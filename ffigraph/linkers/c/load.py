@@ -16,7 +16,7 @@ import threading
 import weakref
 
 from ffigraph.abi import ABI_VERSION, expected_layout, ffi
-from ffigraph.compile.profiling import compile_phase
+from ffigraph.linkers.timing import compile_phase
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import CompileError, _keep_failed, build_library

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ffigraph.abi import DEVICE_CPU, DEVICE_CUDA, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
+from ffigraph.linkers import devices
 
 _NULL = ffi.NULL
 _HOST_BUFFER = -2
@@ -241,12 +242,11 @@ class CallBlock:
 
     def _device_output(self, k, o, t, shape, dtype):
         """A device result, as a DeviceBlock (the output type wraps it: GPUArray or DeviceArray)."""
-        from ffigraph.cuda import runtime   # only reached by graphs with CUDA outputs
-
         strides = tuple(ffi.unpack(t.strides, t.ndim)) if t.ndim else ()
         address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
         if o.base != _NULL:
-            keep = ffi.gc(o.base, self.device_release or runtime.free_block)
+            # only reached by graphs with CUDA outputs, so the CUDA device is registered
+            keep = ffi.gc(o.base, self.device_release or devices.get("cuda").free_block)
         elif o.alias_of >= 0:
             keep = self.data_refs[o.alias_of][0]
         else:

@@ -1,0 +1,411 @@
+"""Reverse-mode differentiation: ``grad``, ``jacobian`` and ``hessian`` (public home: ``ffigraph.gradient``).
+
+They live in the tensor layer, because they build tensor graphs and ``T.grad``
+is part of the tensor namespace; ``verify_grad``, which compiles functions, is
+in ``ffigraph.gradient`` above the compile layer.
+
+``grad`` walks the graph from the cost back to the variables asked for,
+calling each op's ``L_op(inputs, outputs, output_grads)``. An op answers,
+per input, a gradient variable, ``disconnected_type()`` (the output does not
+depend on that input, e.g. a shape or an index) or ``grad_undefined(...)``
+(the derivative does not exist).
+
+Integers and bools follow PyTensor's op contract: gradients are always float,
+but an integer variable has one like any other (the gradient w.r.t. an int
+input equals the one w.r.t. a float input of the same values, and the
+gradient of a cost w.r.t. itself is 1 in floatX even for an int cost). An op
+that is piecewise constant (a cast to an int, a comparison, floor, argmax,
+integer arithmetic, ...) gives zero gradients through its own ``L_op``.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ffigraph.graph.basic import Variable
+from ffigraph.graph.type import Type
+from ffigraph.graph.basic import io_toposort
+
+__all__ = ["grad", "jacobian", "hessian", "disconnected_type", "grad_undefined", "grad_not_implemented",
+           "DisconnectedType", "NullType", "DisconnectedInputError", "NullTypeGradError"]
+
+
+# ------------------------------------------------------------------ marker types
+
+
+class DisconnectedType(Type):
+    """The type of a gradient that does not exist because the output ignores the input."""
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        raise TypeError("a disconnected gradient has no value")
+
+    def __str__(self):
+        return "DisconnectedType"
+
+
+class NullType(Type):
+    """The type of an undefined gradient; ``why_null`` says why."""
+
+    __props__ = ("why_null",)
+
+    def __init__(self, why_null="(no reason given)"):
+        self.why_null = why_null
+
+    def filter(self, data, strict=False, allow_downcast=None):
+        raise TypeError("an undefined gradient has no value: %s" % self.why_null)
+
+    def __str__(self):
+        return "NullType"
+
+
+def disconnected_type():
+    return DisconnectedType()()
+
+
+def grad_undefined(op, x_pos, x, comment=""):
+    """The gradient of ``op`` w.r.t. its input ``x_pos`` does not exist (mathematically)."""
+    return NullType("the gradient of %s with respect to its input %d (%s) is undefined. %s"
+                    % (op, x_pos, x, comment))()
+
+
+def grad_not_implemented(op, x_pos, x, comment=""):
+    """The gradient exists but ffigraph cannot compute it yet."""
+    return NullType("the gradient of %s with respect to its input %d (%s) is not implemented. %s"
+                    % (op, x_pos, x, comment))()
+
+
+class DisconnectedInputError(ValueError):
+    """``grad`` was asked for a variable the cost does not depend on."""
+
+
+class NullTypeGradError(TypeError):
+    """``grad`` met an undefined gradient on its way to a requested variable."""
+
+
+def _is_disconnected(v):
+    return isinstance(getattr(v, "type", None), DisconnectedType)
+
+
+def _is_null(v):
+    return isinstance(getattr(v, "type", None), NullType)
+
+
+def _carries_gradient(v):
+    """A float (or complex) tensor: its gradients take its dtype. An integer or bool variable has
+    float gradients (floatX where grad makes one up)."""
+    dtype = getattr(v.type, "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "fc"
+
+
+def _is_discrete(v):
+    dtype = getattr(getattr(v, "type", None), "dtype", None)
+    return dtype is not None and np.dtype(dtype).kind in "biu"
+
+
+# ------------------------------------------------------------------ grad
+
+
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None,
+         return_disconnected="zero", null_gradients="raise"):
+    """Symbolic gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
+
+    consider_constant: variables whose gradient is not propagated through
+        (treated as constants).
+    disconnected_inputs: 'raise', 'warn' or 'ignore' when an element of
+        ``wrt`` does not influence the cost.
+    known_grads: {variable: gradient} to start from, besides (or instead of,
+        with ``cost=None``) the cost.
+    return_disconnected: 'zero' (zeros like the variable), 'none' or
+        'disconnected' (a DisconnectedType variable) for disconnected inputs.
+    null_gradients: 'raise' or 'return' an undefined (NullType) gradient.
+    """
+    from ffigraph.tensor.basic import as_tensor_variable
+
+    _check_choice("disconnected_inputs", disconnected_inputs, ("raise", "warn", "ignore"))
+    _check_choice("return_disconnected", return_disconnected, ("zero", "none", "disconnected"))
+    _check_choice("null_gradients", null_gradients, ("raise", "return"))
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    for i, w in enumerate(wrt_list):
+        if not isinstance(w, Variable):
+            raise TypeError("grad: wrt[%d] must be a symbolic Variable, got %r" % (i, w))
+    cost = _stabilized_cost(cost, wrt_list, known_grads, consider_constant)
+    seeds = _seed_gradients(cost, known_grads, as_tensor_variable)
+    blocked = set(consider_constant or ())
+    grads, reached = _backpropagate(seeds, wrt_list, blocked)
+    results = [_final_gradient(w, grads, reached, disconnected_inputs, return_disconnected,
+                               null_gradients) for w in wrt_list]
+    return results[0] if single else results
+
+
+def _stabilized_cost(cost, wrt_list, known_grads, consider_constant):
+    """The cost rebuilt with sigmoid and softplus, however written, in their stable forms.
+
+    ``log(1 / (1 + exp(-z)))`` and the like differentiate to 0 * inf = NaN once the sigmoid
+    rounds to 0 or 1; their stable forms (``-softplus(-z)``, ``ffigraph/tensor/stable_forms.py``)
+    have finite gradients everywhere. The rebuild is a new graph (the caller's is unchanged), and
+    the variables the caller named (``wrt``, the keys of ``known_grads``, ``consider_constant``)
+    keep their identity: they are neither replaced nor looked through.
+    """
+    if not isinstance(cost, Variable):
+        return cost   # _seed_gradients says what is wrong with it
+    from ffigraph.tensor.stable_forms import stabilize_graph
+
+    named = list(wrt_list) + list(known_grads or ()) + list(consider_constant or ())
+    return stabilize_graph([cost], keep=[v for v in named if isinstance(v, Variable)])[0]
+
+
+def _check_choice(name, value, choices):
+    if value not in choices:
+        raise ValueError("grad: %s must be one of %s, got %r" % (name, ", ".join(map(repr, choices)), value))
+
+
+def _seed_gradients(cost, known_grads, as_tensor_variable):
+    """{variable: its starting gradient}: d cost/d cost = 1 plus ``known_grads``."""
+    seeds = {}
+    if cost is not None:
+        if not isinstance(cost, Variable):
+            raise TypeError("grad: cost must be a symbolic scalar, got %r" % (cost,))
+        if getattr(cost.type, "ndim", None) != 0:
+            raise TypeError("grad: cost must be a scalar (0-d), but %s has %s dimensions"
+                            % (cost, getattr(cost.type, "ndim", "no")))
+        # d cost / d cost = 1, in the cost's dtype, or floatX for an int or bool cost (PyTensor's
+        # _float_ones_like): whether the gradient goes on through the op that made an int cost is
+        # that op's business (its L_op gives zeros when it is piecewise constant)
+        from ffigraph.config import config
+
+        seeds[cost] = as_tensor_variable(np.ones((), dtype=cost.type.dtype if _carries_gradient(cost)
+                                                  else config.floatX))
+    for var, g in (known_grads or {}).items():
+        if not isinstance(var, Variable):
+            raise TypeError("grad: known_grads keys must be Variables, got %r" % (var,))
+        if _is_null(g):
+            seeds[var] = g   # "not differentiable here": undefined for everything it depends on
+            continue
+        g = as_tensor_variable(g)
+        if _is_discrete(g):
+            raise TypeError("grad: the known gradient %s of %s has dtype %s; gradients are always float "
+                            "(an int variable's too)" % (g, var, g.type.dtype))
+        if g.ndim != var.type.ndim:
+            raise ValueError("grad: known gradient %s of %s has %d dimensions, the variable %d"
+                             % (g, var, g.ndim, var.type.ndim))
+        seeds[var] = g if seeds.get(var) is None else seeds[var] + g  # the cost itself: add up
+    if not seeds:
+        raise TypeError("grad: give a cost or known_grads")
+    return seeds
+
+
+def _backpropagate(seeds, wrt_list, blocked):
+    """Gradient terms per variable and the set of variables the cost reaches backwards."""
+    roots = [v for v in seeds]
+    # wrt variables are not stopping points: grad(cost, [h, x]) with h = f(x) gives x the
+    # gradient through h too
+    nodes = io_toposort(list(blocked), roots)
+    depends = _forward_dependents(nodes, wrt_list, blocked)
+    terms = {v: [] for v in depends}
+    reached = set()
+    for var, g in seeds.items():
+        if var in depends:
+            reached.add(var)
+            if g is not None:
+                terms[var].append(g)
+    for node in reversed(nodes):
+        if not any(o in reached for o in node.outputs):
+            continue
+        inputs_wanted = [i in depends and i not in blocked for i in node.inputs]
+        if not any(inputs_wanted):
+            continue
+        connected = _connected_inputs(node, [o in reached for o in node.outputs])
+        for i, var in enumerate(node.inputs):
+            if inputs_wanted[i] and connected[i]:
+                reached.add(var)
+        output_grads = [_summed(terms.get(o, ())) for o in node.outputs]
+        if all(g is None for g in output_grads):
+            continue  # only zero gradients reach this node
+        nulls = [g for g in output_grads if _is_null(g)]
+        # an undefined output gradient makes every connected input's undefined (the op is not asked)
+        input_grads = [nulls[0]] * len(node.inputs) if nulls else _call_l_op(node, output_grads)
+        for i, var in enumerate(node.inputs):
+            if not (inputs_wanted[i] and connected[i]):
+                continue
+            g = input_grads[i]
+            if _is_disconnected(g):
+                continue
+            if _is_null(g):
+                terms[var].append(g)
+                continue
+            terms[var].append(_fit_to(g, var, node, i))
+    return terms, reached
+
+
+def _forward_dependents(nodes, wrt_list, blocked):
+    """Variables computed from some element of ``wrt_list`` (stopping at ``blocked``)."""
+    depends = set(wrt_list)
+    for node in nodes:
+        if any(i in depends and i not in blocked for i in node.inputs):
+            depends.update(node.outputs)
+    return depends
+
+
+def _connected_inputs(node, outputs_reached):
+    """Per input, whether some reached output depends on it (``connection_pattern``)."""
+    pattern_fn = getattr(node.op, "connection_pattern", None)
+    if pattern_fn is None:
+        return [True] * len(node.inputs)
+    pattern = pattern_fn(node)
+    return [any(p and r for p, r in zip(row, outputs_reached)) for row in pattern]
+
+
+def _summed(terms):
+    """The sum of the gradient terms (None when there are none); undefined terms win."""
+    terms = list(terms)
+    if not terms:
+        return None
+    for t in terms:
+        if _is_null(t):
+            return t
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+def _call_l_op(node, output_grads):
+    from ffigraph.tensor.basic import zeros_like
+
+    filled = []
+    for out, g in zip(node.outputs, output_grads):
+        if g is None:
+            g = zeros_like(out) if _carries_gradient(out) else disconnected_type()
+        elif _carries_gradient(out) and not _is_null(g) and getattr(g.type, "dtype", out.type.dtype) != out.type.dtype:
+            # a float output's gradient has the output's dtype (PyTensor casts it so); an int
+            # output's is left as it is (a float)
+            g = _fit_to(g, out, node, None)
+        filled.append(g)
+    try:
+        result = node.op.L_op(list(node.inputs), list(node.outputs), filled)
+    except NotImplementedError as err:
+        raise NotImplementedError("grad: %s has no gradient (%s); needed for the node %s"
+                                  % (node.op, err, node)) from None
+    result = list(result)
+    if len(result) != len(node.inputs):
+        raise ValueError("grad: %s.L_op returned %d gradients for %d inputs"
+                         % (node.op, len(result), len(node.inputs)))
+    return result
+
+
+def _fit_to(g, var, node, position):
+    """Check a gradient term against its variable and give it the variable's dtype (a float
+    variable's), or check it is float (an integer variable's: gradients are never integers)."""
+    from ffigraph.tensor.basic import as_tensor_variable, cast
+
+    if getattr(getattr(g, "type", None), "device", "cpu") != "cpu":
+        # a device gradient (through a transfer) must already match: there is no implicit cast on the GPU
+        if (g.type.dtype, g.type.ndim) != (var.type.dtype, var.type.ndim):
+            raise TypeError("grad: %s returned a %s gradient for its input %s of type %s"
+                            % (node.op, g.type, var, var.type))
+        return g
+    g = as_tensor_variable(g)
+    if g.ndim != var.type.ndim:
+        raise ValueError("grad: %s returned a gradient with %d dimensions for its input %s, which has %d"
+                         % (node.op, g.ndim, var, var.type.ndim))
+    if not _carries_gradient(var):
+        if _is_discrete(g):
+            raise TypeError("grad: %s returned an integer-valued gradient (dtype %s) for its input %s %s; "
+                            "gradients are always float (zeros in floatX where the op is piecewise constant)"
+                            % (node.op, g.dtype, position, var))
+        return g
+    return cast(g, var.type.dtype) if g.dtype != var.type.dtype else g
+
+
+def _final_gradient(w, terms, reached, disconnected_inputs, return_disconnected, null_gradients):
+    from ffigraph.tensor.basic import zeros_like
+    from ffigraph.config import config
+
+    if w not in reached:
+        message = ("grad: the cost does not depend on %s (it is disconnected from the graph, "
+                   "or only reached through shapes or indices)" % (w,))
+        if disconnected_inputs == "raise":
+            raise DisconnectedInputError(message + "; pass disconnected_inputs='ignore' or 'warn' to "
+                                         "get zeros instead")
+        if disconnected_inputs == "warn":
+            warnings.warn(message, stacklevel=3)
+        if return_disconnected == "none":
+            return None
+        if return_disconnected == "disconnected":
+            return disconnected_type()
+        return _zeros_for(w, zeros_like, config)
+    total = _summed(terms.get(w, ()))
+    if total is None:
+        return _zeros_for(w, zeros_like, config)
+    if _is_null(total) and null_gradients == "raise":
+        raise NullTypeGradError("grad: %s" % total.type.why_null)
+    return total
+
+
+def _zeros_for(w, zeros_like, config):
+    # an integer variable's gradient is zero, in floatX (as Theano does)
+    dtype = None if _carries_gradient(w) else config.floatX
+    return zeros_like(w, dtype=dtype)
+
+
+# ------------------------------------------------------------------ jacobian and hessian
+
+
+def _static_length(expression, what):
+    n = expression.type.shape[0]
+    if n is None:
+        raise ValueError("%s: the length of %s is not known statically; ffigraph builds one gradient "
+                         "per element (it has no scan yet), so give the variable a static shape, e.g. "
+                         "T.tensor('float64', shape=(3,))" % (what, expression))
+    return n
+
+
+def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """d expression[i] / d wrt for a 0-d or 1-d ``expression``: one gradient per element.
+
+    Returns a variable of shape ``expression.shape + wrt.shape`` (a list of
+    them when ``wrt`` is a list). The length of ``expression`` must be static.
+    """
+    from ffigraph.tensor.basic import as_tensor_variable, stack
+
+    expression = as_tensor_variable(expression)
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    if expression.ndim == 0:
+        result = grad(expression, wrt_list, consider_constant=consider_constant,
+                      disconnected_inputs=disconnected_inputs)
+        return result[0] if single else result
+    if expression.ndim != 1:
+        raise TypeError("jacobian: the expression must be 0-d or 1-d, %s has %d dimensions"
+                        % (expression, expression.ndim))
+    n = _static_length(expression, "jacobian")
+    rows = [grad(expression[i], wrt_list, consider_constant=consider_constant,
+                 disconnected_inputs=disconnected_inputs) for i in range(n)]
+    result = []
+    for k, w in enumerate(wrt_list):
+        if n == 0:
+            from ffigraph.tensor.basic import zeros
+
+            result.append(zeros([0] + [w.shape[a] for a in range(w.type.ndim)], dtype=w.type.dtype))
+        else:
+            result.append(stack([row[k] for row in rows]))
+    return result[0] if single else result
+
+
+def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
+    """The matrix of second derivatives of the scalar ``cost`` w.r.t. each 1-d ``wrt``."""
+    single = not isinstance(wrt, (list, tuple))
+    wrt_list = [wrt] if single else list(wrt)
+    result = []
+    for w in wrt_list:
+        if w.type.ndim != 1:
+            raise TypeError("hessian: %s must be a vector (1-d), it has %d dimensions" % (w, w.type.ndim))
+        g = grad(cost, w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
+        result.append(jacobian(g, w, consider_constant=consider_constant,
+                               disconnected_inputs=disconnected_inputs))
+    return result[0] if single else result
+
+
+# ------------------------------------------------------------------ verify_grad
