@@ -46,7 +46,8 @@ SANITIZE = OP_MATRIX + (
     "tests/compile/test_compile_ops.py", "tests/rewriting/test_inplace.py", "tests/examples/test_double.py",
     "tests/examples/test_logistic_regression.py", "tests/compile/test_function.py",
     "tests/linkers/test_c_backend.py", "tests/linkers/test_alloc_failure.py", "tests/linkers/test_library_memo.py",
-    "tests/linkers/test_sanitize.py", "tests/export/test_export.py", "tests/export/test_hostile_names.py",
+    "tests/linkers/test_sanitize.py", "tests/linkers/test_arity_call.py", "tests/export/test_export.py",
+    "tests/export/test_hostile_names.py",
     "tests/compile/test_profile.py",
 )
 

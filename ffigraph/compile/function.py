@@ -387,6 +387,8 @@ class Function:
         self._lock = OwnedLock(self._label())
         locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
         self._update_locks = sorted(locks.values(), key=lambda lock: lock.serial)
+        self._arity_call = getattr(linker, "arity_call", None)
+        self._entry = self._make_entry()
 
     @property
     def trust_input(self):
@@ -396,10 +398,44 @@ class Function:
     def trust_input(self, value):
         self._trust_input = bool(value)
         self._trusted_plain = self._trust_input and not getattr(self, "_shared_cells", True)
+        if hasattr(self, "_entry"):
+            self._entry = self._make_entry()
+
+    def _make_entry(self):
+        """The positional call written out for this function's arity, or None.
+
+        For a whole-graph C library with no shared variables: the lock's fast path, then per input
+        a check that costs three comparisons when the value already is an ndarray of the input's
+        dtype and rank (anything else goes through the input's filter, which casts or explains),
+        then the library's own arity call (``CallBlock.arity_call``). ``trust_input=True`` drops
+        the checks. Calls with keywords, defaults or another number of arguments take ``_call``."""
+        if self._arity_call is None or self._shared_cells or self._update_cells:
+            return None
+        checks = []
+        namespace = dict(acquire=self._lock.lock.acquire, release=self._lock.lock.release, owned=self._lock,
+                         wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one)
+        if not self._trust_input:
+            for i, spec in enumerate(self._specs):
+                vtype = spec.variable.type
+                dtype, ndim = getattr(vtype, "numpy_dtype", None), getattr(vtype, "ndim", None)
+                static = any(d is not None for d in getattr(vtype, "shape", ()) or ())
+                if dtype is None or ndim is None or static or spec.strict:
+                    checks.append("v{i} = check({i}, v{i})".format(i=i))
+                    continue
+                namespace["D%d" % i] = dtype
+                checks += ["if v{i}.__class__ is not ndarray or v{i}.dtype is not D{i} or v{i}.ndim != {nd}:"
+                           .format(i=i, nd=ndim),
+                           "    v{i} = check({i}, v{i})".format(i=i)]
+        guard = dict(enter=["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"],
+                     checks=checks, exit=["owned.owner = None", "release()"], namespace=namespace)
+        return self._arity_call(self._single, guard)
 
     # ---- calling
 
     def __call__(self, *args, **kwargs):
+        entry = self._entry
+        if entry is not None and not kwargs and len(args) == self._n_inputs:
+            return entry(*args)   # written out for this arity (see _make_entry)
         # Calls of one function take turns (see ffigraph.compile.calllock); the fast path of the
         # lock is inlined, since it is paid on every call.
         owned = self._lock
@@ -471,14 +507,17 @@ class Function:
             values = list(args)
         else:
             values = self._bind(args, kwargs)
-        filters = self._filters
         for pos, value in enumerate(values):
-            try:
-                values[pos] = filters[pos](value)
-            except (TypeError, ValueError) as err:
-                raise type(err)("%s: bad value for input %s: %s"
-                                % (self._label(), self._describe_input(pos), err)) from None
+            values[pos] = self._filter_one(pos, value)
         return values
+
+    def _filter_one(self, pos, value):
+        """Input ``pos``'s value through its type's filter; a refusal names the function and input."""
+        try:
+            return self._filters[pos](value)
+        except (TypeError, ValueError) as err:
+            raise type(err)("%s: bad value for input %s: %s"
+                            % (self._label(), self._describe_input(pos), err)) from None
 
     def _bind(self, args, kwargs):
         """Positional and keyword arguments, with defaults, as one list in input order."""

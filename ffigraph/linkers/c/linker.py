@@ -117,6 +117,23 @@ class CompiledGraph:
 
         return call
 
+    def arity_call(self, single, guard=None):
+        """``call(v0, ..., v{n-1})``: the call written out for this graph's arity (see
+        ``CallBlock.arity_call``), or None for graphs whose values need conversion hooks or live on
+        a device; ``single`` returns the one output itself instead of a list; ``guard``: the caller's
+        steps around it, in the same frame (see ``CallBlock.arity_call``)."""
+        block = self.block
+        if any(c is not None for c in self.to_c) or any(c is not None for c in self.from_c) \
+                or any(block.out_on_device) or self.device_allocator is not None:
+            return None
+
+        def fail():
+            block.release_inputs()
+            raise self._exception()
+
+        out_ndims = [getattr(v.type, "ndim", None) for v in self.outputs]
+        return block.arity_call(self.library.run, self.state, fail, out_ndims, single, guard)
+
     def read_profile(self):
         """The library's profile counters (it must have been generated with profile=True)."""
         if self.profile_fn is None:
@@ -192,6 +209,7 @@ class CLinker(Linker):
         compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler, profile=self.profile)
         self.compiled = compiled
         self.direct_call = compiled.call   # Function calls this directly, skipping the cells
+        self.arity_call = compiled.arity_call   # and this, when it has no shared variables
         storage_map = make_storage_map(fgraph, input_storage)
         in_cells = [storage_map[v] for v in fgraph.inputs]
         out_cells = [storage_map[v] for v in fgraph.outputs]
@@ -327,6 +345,7 @@ class CVMLinker(Linker):
         self.chosen.profile = self.profile
         result = self.chosen.accept(self.fgraph, self.no_recycling).make_thunk(input_storage)
         self.direct_call = getattr(self.chosen, "direct_call", None)
+        self.arity_call = getattr(self.chosen, "arity_call", None)
         return result
 
     def describe_nodes(self):

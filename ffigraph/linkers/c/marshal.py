@@ -13,6 +13,9 @@ last time (holding that reference keeps its buffer valid).
 """
 from __future__ import annotations
 
+import platform
+import sys
+
 import numpy as np
 
 from ffigraph.abi import DEVICE_CPU, DEVICE_CUDA, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
@@ -20,6 +23,11 @@ from ffigraph.linkers import devices
 
 _NULL = ffi.NULL
 _HOST_BUFFER = -2
+# A spare output array is free when only the block holds it: the spare list, the cdata pointer made
+# by from_buffer (its buffer view holds the array), the call's local variable and getrefcount's own
+# argument. PyPy has no reference counts: there every call offers a fresh array.
+_HAS_REFCOUNT = hasattr(sys, "getrefcount") and platform.python_implementation() == "CPython"
+_FREE_REFS = 4
 _DTYPE_CODES = {}
 
 
@@ -133,6 +141,11 @@ class CallBlock:
         self.out_on_device = list(out_on_device or [False] * n_outputs)
         self.out_last_shape = [None] * n_outputs     # shape of the previous result: the next offer
         self.offered = [None] * n_outputs
+        # the array returned last for each output and its cdata pointer: offered again by arity_call
+        # when nobody else holds it (CPython's reference count), so a loop allocates nothing
+        self.spare = [None] * n_outputs
+        self.spare_ptr = [None] * n_outputs
+        self.in_slot = [None] * n_outputs   # the spare pointer each output slot holds now, if any
         # cdata views of each slot, made once (indexing a cdata array allocates)
         self.out_slots = [self.outputs[k] for k in range(n_outputs)]
         self.out_tensors = [o.tensor for o in self.out_slots]
@@ -198,7 +211,9 @@ class CallBlock:
 
     def offer_outputs(self):
         """Offer each output a fresh numpy array shaped like its previous result."""
+        in_slot = self.in_slot
         for k, o in enumerate(self.out_slots):
+            in_slot[k] = None
             shape = self.out_last_shape[k]
             if shape is None or not self.out_offer[k]:
                 o.host_buffer = _NULL
@@ -253,6 +268,99 @@ class CallBlock:
             raise UnownedOutputError("device output %d came back with neither its own memory nor an input to "
                                      "view" % k, k)
         return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
+
+    def arity_call(self, run, state, fail, out_ndims, single, guard=None):
+        """``call(v0, ..., v{n-1})`` for this block: the per-call path written out for its arity.
+
+        The same steps as ``set_input`` / ``offer_outputs`` / ``get_output``, with no loop over
+        the slots, no packing of the arguments and the common cases inline: an input that is the
+        very array passed last time (same shape, strides, dtype) is not described again; an output
+        the library wrote into the offered array comes back as it is. On CPython the array returned
+        last time is offered again when nobody else holds it any more (its reference count says
+        so): a loop that drops each result allocates nothing. ``fail()`` raises the call's error.
+        ``out_ndims`` are the outputs' static ranks; ``single`` returns the one output itself.
+        Only for host arrays with no conversion hooks (the caller checks).
+
+        ``guard`` lets the caller put its own steps around the call in the same Python frame (a
+        frame costs more than the steps): a dict of source lines ``enter`` (before), ``checks`` (in
+        a ``try``, before the inputs are described; they may replace ``v0``...), ``exit`` (in its
+        ``finally``), and the ``namespace`` those lines use."""
+        n_in, n_out = self.n_inputs, self.n_outputs
+        args = ", ".join("v%d" % i for i in range(n_in))
+        lines = []
+        for i in range(n_in):
+            lines += ["    if v{i}.__class__ is not ndarray:".format(i=i),
+                      "        v{i} = as_host_array(v{i})".format(i=i),
+                      "    if v{i} is not keep[{i}] or (v{i}.shape, v{i}.strides, v{i}.dtype) != described[{i}]:"
+                      .format(i=i),
+                      "        set_input({i}, v{i})".format(i=i)]
+        for k in range(n_out):
+            if not self.out_offer[k] or self.out_on_device[k]:
+                lines += ["    slot{k}.host_buffer = NULL".format(k=k), "    slot{k}.host_capacity = 0".format(k=k),
+                          "    offered[{k}] = in_slot[{k}] = None".format(k=k)]
+                continue
+            # the spare (last returned) array again when only the block holds it, else a fresh one
+            reuse = "buf{k} is None or getrefcount(buf{k}) != FREE_REFS".format(k=k) if _HAS_REFCOUNT \
+                else "True"
+            lines += ["    shape{k} = last_shape[{k}]".format(k=k),
+                      "    if shape{k} is None:".format(k=k),
+                      "        slot{k}.host_buffer = NULL".format(k=k),
+                      "        slot{k}.host_capacity = 0".format(k=k),
+                      "        buf{k} = offered[{k}] = in_slot[{k}] = None".format(k=k),
+                      "    else:",
+                      "        buf{k} = spare[{k}]".format(k=k),
+                      "        if {reuse}:".format(reuse=reuse),
+                      "            buf{k} = empty(shape{k}, dtype{k})".format(k=k),
+                      "            spare[{k}] = buf{k}".format(k=k),
+                      "            spare_ptr[{k}] = from_buffer(buf{k})".format(k=k),
+                      "        ptr{k} = spare_ptr[{k}]".format(k=k),
+                      "        if in_slot[{k}] is not ptr{k}:   # the slot still points at a reused spare"
+                      .format(k=k),
+                      "            slot{k}.host_buffer = ptr{k}".format(k=k),
+                      "            slot{k}.host_capacity = buf{k}.nbytes".format(k=k),
+                      "            in_slot[{k}] = ptr{k}".format(k=k),
+                      "        offered[{k}] = buf{k}".format(k=k)]
+        lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out),
+                  "        fail()"]
+        for k in range(n_out):
+            ndim = out_ndims[k]
+            if self.out_offer[k] and not self.out_on_device[k] and ndim is not None:
+                shape = "(%s)" % "".join("t%d.shape[%d], " % (k, d) for d in range(ndim))
+                lines += ["    if buf{k} is not None and slot{k}.alias_of == HOST_BUFFER and {shape} == shape{k}:"
+                          .format(k=k, shape=shape),
+                          "        offered[{k}] = None".format(k=k),
+                          "        out{k} = buf{k}".format(k=k),
+                          "    else:",
+                          "        spare[{k}] = spare_ptr[{k}] = None".format(k=k),
+                          "        out{k} = get_output({k})".format(k=k)]
+            else:
+                lines.append("    out{k} = get_output({k})".format(k=k))
+        if single:
+            lines.append("    return out0")
+        else:
+            lines.append("    return [%s]" % ", ".join("out%d" % k for k in range(n_out)))
+        lines = [line[4:] for line in lines]   # written one level in: the body of call()
+        if guard:
+            lines = guard["enter"] + ["try:"] + ["    " + line for line in guard["checks"] + lines] \
+                + ["finally:"] + ["    " + line for line in guard["exit"]]
+        lines = ["def call(%s):" % args] + ["    " + line for line in lines]
+        source = "\n".join(lines) + "\n"
+        namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, described=self.described,
+                         set_input=self.set_input, NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
+                         spare=self.spare, spare_ptr=self.spare_ptr, in_slot=self.in_slot, empty=np.empty,
+                         from_buffer=ffi.from_buffer,
+                         FREE_REFS=_FREE_REFS, run=run, state=state, tensors=self.inputs, outputs=self.outputs,
+                         err=self.err, fail=fail, HOST_BUFFER=_HOST_BUFFER, get_output=self.get_output)
+        if _HAS_REFCOUNT:
+            namespace["getrefcount"] = sys.getrefcount
+        if guard:
+            namespace.update(guard["namespace"])
+        for k in range(n_out):
+            namespace["slot%d" % k] = self.out_slots[k]
+            namespace["t%d" % k] = self.out_tensors[k]
+            namespace["dtype%d" % k] = self.out_dtypes[k]
+        exec(compile(source, "<ffigraph call, %d in, %d out>" % (n_in, n_out), "exec"), namespace)
+        return namespace["call"]
 
     def release_inputs(self):
         """Forget every input (after a failure, or when asked not to hold references)."""

@@ -1,0 +1,123 @@
+"""The per-call path written out for a function's arity (CallBlock.arity_call, Function._make_entry):
+what it skips must never show. Results are checked against numpy; a result the caller still holds is
+never written again; an input changed in place is described again; errors leave the function usable."""
+import gc
+import platform
+import warnings
+
+import numpy as np
+import pytest
+
+import ffigraph.tensor as T
+from ffigraph.compile.function import function
+from ffigraph.compile.io import In
+from ffigraph.compile.mode import Mode
+from tests.helpers import assert_matches
+
+CPYTHON = platform.python_implementation() == "CPython"
+C = Mode(linker="c")
+
+
+@pytest.fixture(scope="module")
+def two_outputs():
+    """One function for most cases: two outputs (a vector and a 0-d sum), two inputs."""
+    x, y = T.dvector("x"), T.dvector("y")
+    return function([x, y], [x * y + 1.0, (x - y).sum()], mode=C)
+
+
+@pytest.fixture(scope="module")
+def trusted_matrix():
+    m = T.dmatrix("m")
+    return function([m], m * 2.0, mode=C, trust_input=True)
+
+
+def _want(x, y):
+    return [x * y + 1.0, np.sum(x - y)]
+
+
+def _check(f, x, y):
+    for got, want, var in zip(f(x, y), _want(x, y), f.maker.fgraph.outputs):
+        assert_matches(got, want, var.type, 0, 1e-12, dtype="float64")
+
+
+def test_the_written_out_path_is_taken(two_outputs, trusted_matrix):
+    assert two_outputs._entry is not None and trusted_matrix._entry is not None
+
+
+def test_results_equal_numpy_across_shapes_and_layouts(two_outputs):
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=40)
+    cases = [(base[:5], base[5:10]), (base[:5], base[5:10]), (base[:0], base[:0]), (base[::-3][:13], base[1::3][:13]),
+             (base[:1], base[3:4]), (np.array([np.nan, np.inf]), np.array([1.0, -np.inf]))]
+    for x, y in cases:
+        _check(two_outputs, x, y)
+
+
+def test_a_held_result_is_never_written_again(two_outputs):
+    x, y = np.arange(4.0), np.ones(4)
+    first = two_outputs(x, y)[0]
+    kept = first.copy()
+    view = two_outputs(x, y)[0][1:]          # a view keeps its base from reuse too
+    view_kept = view.copy()
+    for _ in range(3):
+        other = two_outputs(x + 10.0, y)[0]
+        assert other is not first and other.base is not first
+        np.testing.assert_array_equal(other, (x + 10.0) * y + 1.0)
+    np.testing.assert_array_equal(first, kept)
+    np.testing.assert_array_equal(view, view_kept)
+
+
+@pytest.mark.skipif(not CPYTHON, reason="reuse follows CPython's reference counts; PyPy offers a fresh array")
+def test_a_dropped_result_is_offered_again(two_outputs):
+    x, y = np.arange(3.0), np.full(3, 2.0)
+    two_outputs(x, y)   # a first call of this shape (the one before may have had another)
+    address = two_outputs(x, y)[0].__array_interface__["data"][0]
+    gc.collect()
+    again = two_outputs(x, y)[0]
+    assert again.__array_interface__["data"][0] == address   # no allocation for a loop that drops results
+    np.testing.assert_array_equal(again, x * y + 1.0)
+
+
+def test_an_input_changed_in_place_is_described_again(trusted_matrix):
+    m = np.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(trusted_matrix(m), m * 2.0)
+    m.shape = (4, 3)                          # the very same object, another shape
+    np.testing.assert_array_equal(trusted_matrix(m), m * 2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)   # numpy 2.4 deprecates setting strides
+        m.strides = (8, 32)                   # and other strides (a transposed walk of the same buffer)
+    np.testing.assert_array_equal(trusted_matrix(m), m * 2.0)
+    m[0, 0] = 100.0                           # values are read afresh every call
+    assert trusted_matrix(m)[0, 0] == 200.0
+
+
+def test_errors_leave_the_function_usable(two_outputs):
+    with pytest.raises(ValueError):
+        two_outputs(np.ones(3), np.ones(4))   # the library refuses the mismatch
+    with pytest.raises(TypeError, match="position 1"):
+        two_outputs(np.ones(3), np.ones((3, 1)))
+    with pytest.raises(TypeError, match="missing input 'y'"):
+        two_outputs(np.ones(3))
+    _check(two_outputs, np.ones(3), np.arange(3.0))
+
+
+def test_values_that_need_filtering_still_work(two_outputs):
+    got = two_outputs([1.0, 2.0], np.array([3, 4], dtype=np.int32))   # a list, and a safe cast
+    np.testing.assert_array_equal(got[0], [4.0, 9.0])
+    assert got[1] == -4.0
+    got = two_outputs(y=np.ones(2), x=np.arange(2.0))                   # keywords take the general path
+    np.testing.assert_array_equal(got[0], [1.0, 2.0])
+
+
+def test_defaults_and_shared_variables_take_the_general_path():
+    from ffigraph.compile.sharedvalue import shared
+
+    x = T.dvector("x")
+    w = shared(np.array([1.0, 2.0]), name="w")
+    with_shared = function([x], x * w, mode=C, updates=[(w, w + 1.0)])
+    with_default = function([In(x, value=np.array([5.0, 6.0]))], x + 1.0, mode=C)
+    assert with_shared._entry is None
+    np.testing.assert_array_equal(with_shared(np.ones(2)), [1.0, 2.0])
+    np.testing.assert_array_equal(with_shared(np.ones(2)), [2.0, 3.0])
+    np.testing.assert_array_equal(with_default(), [6.0, 7.0])
+    np.testing.assert_array_equal(with_default(np.zeros(2)), [1.0, 1.0])
