@@ -404,16 +404,25 @@ class Function:
     def _make_entry(self):
         """The positional call written out for this function's arity, or None.
 
-        For a whole-graph C library with no shared variables: the lock's fast path, then per input
-        a check that costs three comparisons when the value already is an ndarray of the input's
-        dtype and rank (anything else goes through the input's filter, which casts or explains),
-        then the library's own arity call (``CallBlock.arity_call``). ``trust_input=True`` drops
-        the checks. Calls with keywords, defaults or another number of arguments take ``_call``."""
-        if self._arity_call is None or self._shared_cells or self._update_cells:
+        For a whole-graph C library: the lock's fast path (and the updated shared variables'
+        locks), then per input a check that costs three comparisons when the value already is an
+        ndarray of the input's dtype and rank (anything else goes through the input's filter, which
+        casts or explains), the shared variables' values after the inputs, the library's own arity
+        call (``CallBlock.arity_call``), and the updates stored. ``trust_input=True`` drops the
+        checks. Calls with keywords, defaults or another number of arguments take ``_call``."""
+        if self._arity_call is None:
             return None
-        checks = []
+        n_in, n_out = self._n_inputs, self._n_outputs
         namespace = dict(acquire=self._lock.lock.acquire, release=self._lock.lock.release, owned=self._lock,
-                         wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one)
+                         wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one,
+                         update_locks=self._update_locks, acquire_all=acquire_all, release_all=release_all)
+        enter = ["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"]
+        leave = ["owned.owner = None", "release()"]
+        if self._update_locks:   # taken after the function's own, given back before it
+            enter += ["try:", "    acquire_all(update_locks)", "except BaseException:"] \
+                + ["    " + line for line in leave] + ["    raise"]
+            leave = ["release_all(update_locks)"] + leave
+        checks = []
         if not self._trust_input:
             for i, spec in enumerate(self._specs):
                 vtype = spec.variable.type
@@ -426,9 +435,17 @@ class Function:
                 checks += ["if v{i}.__class__ is not ndarray or v{i}.dtype is not D{i} or v{i}.ndim != {nd}:"
                            .format(i=i, nd=ndim),
                            "    v{i} = check({i}, v{i})".format(i=i)]
-        guard = dict(enter=["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"],
-                     checks=checks, exit=["owned.owner = None", "release()"], namespace=namespace)
-        return self._arity_call(self._single, guard)
+        for k, cell in enumerate(self._shared_cells):   # shared values follow the inputs
+            namespace["shared%d" % k] = cell
+            checks.append("v{i} = shared{k}[0]".format(i=n_in + k, k=k))
+        after = []
+        for k, cell in enumerate(self._update_cells):   # updates follow the outputs
+            namespace["update%d" % k] = cell
+            after.append("update{k}[0] = out{j}".format(k=k, j=n_out + k))
+        result = "out0" if self._single else "[%s]" % ", ".join("out%d" % k for k in range(n_out))
+        guard = dict(params=["v%d" % i for i in range(n_in)], enter=enter, checks=checks, after=after,
+                     result=result, exit=leave, namespace=namespace)
+        return self._arity_call(guard)
 
     # ---- calling
 

@@ -109,15 +109,33 @@ def test_values_that_need_filtering_still_work(two_outputs):
     np.testing.assert_array_equal(got[0], [1.0, 2.0])
 
 
-def test_defaults_and_shared_variables_take_the_general_path():
+def test_shared_variables_and_updates():
+    """Shared values follow the inputs and updates come back after the outputs, in the same frame;
+    the update's new value is never the array offered for the next result while a cell holds it."""
     from ffigraph.compile.sharedvalue import shared
 
     x = T.dvector("x")
     w = shared(np.array([1.0, 2.0]), name="w")
-    with_shared = function([x], x * w, mode=C, updates=[(w, w + 1.0)])
+    scale = shared(np.array(3.0), name="scale")
+    step = function([x], x * w * scale, mode=C, updates=[(w, w + 1.0)])
+    read = function([x], x + w, mode=C)            # shared, no update
+    assert step._entry is not None and read._entry is not None
+    seen = []
+    for k in range(4):
+        out = step(np.ones(2))
+        np.testing.assert_array_equal(out, (np.array([1.0, 2.0]) + k) * 3.0)
+        seen.append(out)
+        np.testing.assert_array_equal(w.get_value(borrow=True), np.array([1.0, 2.0]) + k + 1)
+        np.testing.assert_array_equal(read(np.zeros(2)), np.array([1.0, 2.0]) + k + 1)
+    for k, out in enumerate(seen):               # held results keep their values
+        np.testing.assert_array_equal(out, (np.array([1.0, 2.0]) + k) * 3.0)
+    w.set_value(np.array([10.0, 20.0]))
+    np.testing.assert_array_equal(step(np.ones(2)), [30.0, 60.0])
+    np.testing.assert_array_equal(w.get_value(), [11.0, 21.0])
+
+
+def test_defaults_take_the_general_path():
+    x = T.dvector("x")
     with_default = function([In(x, value=np.array([5.0, 6.0]))], x + 1.0, mode=C)
-    assert with_shared._entry is None
-    np.testing.assert_array_equal(with_shared(np.ones(2)), [1.0, 2.0])
-    np.testing.assert_array_equal(with_shared(np.ones(2)), [2.0, 3.0])
     np.testing.assert_array_equal(with_default(), [6.0, 7.0])
     np.testing.assert_array_equal(with_default(np.zeros(2)), [1.0, 1.0])

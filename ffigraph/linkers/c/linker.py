@@ -117,11 +117,10 @@ class CompiledGraph:
 
         return call
 
-    def arity_call(self, single, guard=None):
-        """``call(v0, ..., v{n-1})``: the call written out for this graph's arity (see
-        ``CallBlock.arity_call``), or None for graphs whose values need conversion hooks or live on
-        a device; ``single`` returns the one output itself instead of a list; ``guard``: the caller's
-        steps around it, in the same frame (see ``CallBlock.arity_call``)."""
+    def arity_call(self, guard=None):
+        """``call(v0, ..., v{n-1})`` -> list of outputs: the call written out for this graph's arity
+        (see ``CallBlock.arity_call``, and its ``guard``: the caller's steps around it in the same
+        frame), or None for graphs whose values need conversion hooks or live on a device."""
         block = self.block
         if any(c is not None for c in self.to_c) or any(c is not None for c in self.from_c) \
                 or any(block.out_on_device) or self.device_allocator is not None:
@@ -132,7 +131,7 @@ class CompiledGraph:
             raise self._exception()
 
         out_ndims = [getattr(v.type, "ndim", None) for v in self.outputs]
-        return block.arity_call(self.library.run, self.state, fail, out_ndims, single, guard)
+        return block.arity_call(self.library.run, self.state, fail, out_ndims, guard)
 
     def read_profile(self):
         """The library's profile counters (it must have been generated with profile=True)."""

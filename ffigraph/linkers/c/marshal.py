@@ -269,7 +269,7 @@ class CallBlock:
                                      "view" % k, k)
         return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
 
-    def arity_call(self, run, state, fail, out_ndims, single, guard=None):
+    def arity_call(self, run, state, fail, out_ndims, guard=None):
         """``call(v0, ..., v{n-1})`` for this block: the per-call path written out for its arity.
 
         The same steps as ``set_input`` / ``offer_outputs`` / ``get_output``, with no loop over
@@ -278,15 +278,19 @@ class CallBlock:
         the library wrote into the offered array comes back as it is. On CPython the array returned
         last time is offered again when nobody else holds it any more (its reference count says
         so): a loop that drops each result allocates nothing. ``fail()`` raises the call's error.
-        ``out_ndims`` are the outputs' static ranks; ``single`` returns the one output itself.
-        Only for host arrays with no conversion hooks (the caller checks).
+        ``out_ndims`` are the outputs' static ranks. Only for host arrays with no conversion hooks
+        (the caller checks). It returns the list of outputs ``[out0, ...]``.
 
         ``guard`` lets the caller put its own steps around the call in the same Python frame (a
-        frame costs more than the steps): a dict of source lines ``enter`` (before), ``checks`` (in
-        a ``try``, before the inputs are described; they may replace ``v0``...), ``exit`` (in its
-        ``finally``), and the ``namespace`` those lines use."""
+        frame costs more than the steps), as source lines: ``params`` (the call's parameters, by
+        default ``v0`` ... one per slot), ``enter`` (before), ``checks`` (in a ``try``, before the
+        inputs are described; they set every ``v<i>`` that is not a parameter), ``after`` (once
+        ``out0``... are read), ``result`` (the expression returned), ``exit`` (in the ``finally``),
+        and the ``namespace`` those lines use."""
         n_in, n_out = self.n_inputs, self.n_outputs
-        args = ", ".join("v%d" % i for i in range(n_in))
+        guard = dict(dict(params=["v%d" % i for i in range(n_in)], enter=[], checks=[], after=[], exit=[],
+                          result="[%s]" % ", ".join("out%d" % k for k in range(n_out)), namespace={}),
+                     **(guard or {}))
         lines = []
         for i in range(n_in):
             lines += ["    if v{i}.__class__ is not ndarray:".format(i=i),
@@ -335,15 +339,11 @@ class CallBlock:
                           "        out{k} = get_output({k})".format(k=k)]
             else:
                 lines.append("    out{k} = get_output({k})".format(k=k))
-        if single:
-            lines.append("    return out0")
-        else:
-            lines.append("    return [%s]" % ", ".join("out%d" % k for k in range(n_out)))
         lines = [line[4:] for line in lines]   # written one level in: the body of call()
-        if guard:
-            lines = guard["enter"] + ["try:"] + ["    " + line for line in guard["checks"] + lines] \
-                + ["finally:"] + ["    " + line for line in guard["exit"]]
-        lines = ["def call(%s):" % args] + ["    " + line for line in lines]
+        lines = guard["checks"] + lines + guard["after"] + ["return " + guard["result"]]
+        if guard["exit"]:
+            lines = ["try:"] + ["    " + line for line in lines] + ["finally:"] + ["    " + line for line in guard["exit"]]
+        lines = ["def call(%s):" % ", ".join(guard["params"])] + ["    " + line for line in guard["enter"] + lines]
         source = "\n".join(lines) + "\n"
         namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, described=self.described,
                          set_input=self.set_input, NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
@@ -353,8 +353,7 @@ class CallBlock:
                          err=self.err, fail=fail, HOST_BUFFER=_HOST_BUFFER, get_output=self.get_output)
         if _HAS_REFCOUNT:
             namespace["getrefcount"] = sys.getrefcount
-        if guard:
-            namespace.update(guard["namespace"])
+        namespace.update(guard["namespace"])
         for k in range(n_out):
             namespace["slot%d" % k] = self.out_slots[k]
             namespace["t%d" % k] = self.out_tensors[k]
