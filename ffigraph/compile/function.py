@@ -422,19 +422,19 @@ class Function:
             enter += ["try:", "    acquire_all(update_locks)", "except BaseException:"] \
                 + ["    " + line for line in leave] + ["    raise"]
             leave = ["release_all(update_locks)"] + leave
-        checks = []
-        if not self._trust_input:
+        checks, input_checks = [], {}
+        if not self._trust_input:   # (an input passed and checked last call, unchanged since, skips them)
             for i, spec in enumerate(self._specs):
                 vtype = spec.variable.type
                 dtype, ndim = getattr(vtype, "numpy_dtype", None), getattr(vtype, "ndim", None)
                 static = any(d is not None for d in getattr(vtype, "shape", ()) or ())
                 if dtype is None or ndim is None or static or spec.strict:
-                    checks.append("v{i} = check({i}, v{i})".format(i=i))
+                    input_checks[i] = ["v{i} = check({i}, v{i})".format(i=i)]
                     continue
                 namespace["D%d" % i] = dtype
-                checks += ["if v{i}.__class__ is not ndarray or v{i}.dtype is not D{i} or v{i}.ndim != {nd}:"
-                           .format(i=i, nd=ndim),
-                           "    v{i} = check({i}, v{i})".format(i=i)]
+                input_checks[i] = ["if v{i}.__class__ is not ndarray or v{i}.dtype is not D{i} or v{i}.ndim != {nd}:"
+                                   .format(i=i, nd=ndim),
+                                   "    v{i} = check({i}, v{i})".format(i=i)]
         for k, cell in enumerate(self._shared_cells):   # shared values follow the inputs
             namespace["shared%d" % k] = cell
             checks.append("v{i} = shared{k}[0]".format(i=n_in + k, k=k))
@@ -443,8 +443,8 @@ class Function:
             namespace["update%d" % k] = cell
             after.append("update{k}[0] = out{j}".format(k=k, j=n_out + k))
         result = "out0" if self._single else "[%s]" % ", ".join("out%d" % k for k in range(n_out))
-        guard = dict(params=["v%d" % i for i in range(n_in)], enter=enter, checks=checks, after=after,
-                     result=result, exit=leave, namespace=namespace)
+        guard = dict(params=["v%d" % i for i in range(n_in)], enter=enter, checks=checks, input_checks=input_checks,
+                     after=after, result=result, exit=leave, namespace=namespace)
         return self._arity_call(guard)
 
     # ---- calling

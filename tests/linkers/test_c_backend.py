@@ -205,13 +205,18 @@ def test_python_scalars_and_dlpack_objects(cmode):
     np.testing.assert_array_equal(g(OnlyDLPack(np.array([1.0, 2.0]))), [3.0, 6.0])
 
 
-def test_outputs_are_not_copied_and_own_their_memory(cmode):
+def test_outputs_own_their_memory_and_large_ones_are_not_copied(cmode):
+    from ffigraph.linkers.c.marshal import COPY_OWNED_BELOW
+
     x = T.dvector("x")
-    f = function([x], T.exp(x), mode=cmode)
-    out = f(np.zeros(3))
-    assert out.flags.owndata is False and out.base is not None  # wraps the C block, no copy
-    out[0] = 5.0  # writable
-    assert out.tolist() == [5.0, 1.0, 1.0]
+    n = COPY_OWNED_BELOW // 8 + 1
+    big = function([x], T.exp(x), mode=cmode)(np.zeros(n))   # a first call: the library's own block
+    assert big.flags.owndata is False and big.base is not None   # wrapped, no copy
+    small = function([x], T.exp(x), mode=cmode)(np.zeros(3))
+    assert small.flags.owndata   # a small block is copied into an ndarray, then freed
+    for out in (big, small):
+        out[0] = 5.0  # writable
+        assert out[0] == 5.0 and np.all(out[1:] == 1.0)
 
 
 def test_borrowed_view_of_input_keeps_input_alive():

@@ -14,6 +14,7 @@ from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers import devices
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
 from ffigraph.linkers.timing import compile_phase
+from ffigraph.linkers.c.callshim import packed_run
 from ffigraph.linkers.c.codegen import comment_text, generate, node_has_c_code
 from ffigraph.linkers.c.load import library_for
 import numpy as np
@@ -131,7 +132,9 @@ class CompiledGraph:
             raise self._exception()
 
         out_ndims = [getattr(v.type, "ndim", None) for v in self.outputs]
-        return block.arity_call(self.library.run, self.state, fail, out_ndims, guard)
+        packed = packed_run(self.library.run, self.state, block.inputs, block.n_inputs, block.outputs,
+                            block.n_outputs, block.err)
+        return block.arity_call(self.library.run, self.state, fail, out_ndims, guard, packed)
 
     def read_profile(self):
         """The library's profile counters (it must have been generated with profile=True)."""

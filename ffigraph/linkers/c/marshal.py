@@ -27,6 +27,10 @@ _HOST_BUFFER = -2
 # by from_buffer (its buffer view holds the array), the call's local variable and getrefcount's own
 # argument. PyPy has no reference counts: there every call offers a fresh array.
 _HAS_REFCOUNT = hasattr(sys, "getrefcount") and platform.python_implementation() == "CPython"
+# An output block the library allocated itself, up to this size, is copied into an ndarray and freed
+# (about 0.5 us) rather than wrapped (about 2 us, whatever the size): at memcpy speed the copy of
+# 16 KiB costs about what the wrapping does.
+COPY_OWNED_BELOW = 16 << 10
 _FREE_REFS = 4
 _DTYPE_CODES = {}
 
@@ -151,6 +155,8 @@ class CallBlock:
         self.out_tensors = [o.tensor for o in self.out_slots]
         self.keep = [None] * n_inputs   # the arrays the input slots point at
         self.described = [None] * n_inputs  # (shape, strides, dtype) last written into each slot
+        # the same, apart (arity_call compares them one by one, stopping at the first difference)
+        self.dshape, self.dstrides, self.ddtype = [None] * n_inputs, [None] * n_inputs, [None] * n_inputs
         self.device_release = None   # how an owned CUDA output is freed (None: cudaFree)
         self.data_refs = [None] * n_inputs
         for i in range(n_inputs):
@@ -186,6 +192,10 @@ class CallBlock:
         self.keep[i] = arr
         self.data_refs[i] = (src, ref)
         self.described[i] = (shape, strides, dtype) if src is arr else None
+        if src is arr:
+            self.dshape[i], self.dstrides[i], self.ddtype[i] = shape, strides, dtype
+        else:   # a copy was described: the next call describes again
+            self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
 
     def set_device_input(self, i, view):
         """Point slot i at a device array (a ``ffigraph.cuda.marshal.DeviceView``), strides as they are."""
@@ -208,6 +218,7 @@ class CallBlock:
         self.keep[i] = view.owner
         self.data_refs[i] = (view, None)
         self.described[i] = None
+        self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
 
     def offer_outputs(self):
         """Offer each output a fresh numpy array shaped like its previous result."""
@@ -243,14 +254,22 @@ class CallBlock:
             return self._device_output(k, o, t, shape, dtype)
         itemsize = dtype.itemsize
         strides = tuple([s * itemsize for s in ffi.unpack(t.strides, t.ndim)]) if t.ndim else ()
-        address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
         if o.base != _NULL:
-            keep = ffi.gc(o.base, c_free, size=_size(shape) * itemsize)
             self.out_last_shape[k] = shape
+            nbytes = _size(shape) * itemsize
+            if nbytes <= COPY_OWNED_BELOW and _c_contiguous(shape, strides, itemsize):
+                # a small block the library allocated itself (an in-place result, say): copying it
+                # into an ndarray and freeing it costs a fraction of wrapping it for numpy
+                out = np.empty(shape, dtype)
+                ffi.memmove(out, ffi.cast("char *", t.data) + t.byte_offset, nbytes)
+                c_free(o.base)
+                return out
+            keep = ffi.gc(o.base, c_free, size=nbytes)
         elif alias >= 0:
             keep = self.data_refs[alias][0]  # the array the slot describes (a copy when strides were odd)
         else:
             raise UnownedOutputError("output %d came back with neither its own memory nor an input to view" % k, k)
+        address = int(ffi.cast("uintptr_t", t.data)) + t.byte_offset
         interface = {"data": (address, False), "shape": shape, "strides": strides,
                      "typestr": dtype.str, "version": 3}
         return np.asarray(_OutputArray(interface, keep))
@@ -269,7 +288,7 @@ class CallBlock:
                                      "view" % k, k)
         return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
 
-    def arity_call(self, run, state, fail, out_ndims, guard=None):
+    def arity_call(self, run, state, fail, out_ndims, guard=None, packed=None):
         """``call(v0, ..., v{n-1})`` for this block: the per-call path written out for its arity.
 
         The same steps as ``set_input`` / ``offer_outputs`` / ``get_output``, with no loop over
@@ -279,24 +298,31 @@ class CallBlock:
         last time is offered again when nobody else holds it any more (its reference count says
         so): a loop that drops each result allocates nothing. ``fail()`` raises the call's error.
         ``out_ndims`` are the outputs' static ranks. Only for host arrays with no conversion hooks
-        (the caller checks). It returns the list of outputs ``[out0, ...]``.
+        (the caller checks). It returns the list of outputs ``[out0, ...]``. ``packed``, when given,
+        is ``(call, args)`` from ``callshim.packed_run``: ``call(args)`` replaces ``run(...)``.
 
         ``guard`` lets the caller put its own steps around the call in the same Python frame (a
         frame costs more than the steps), as source lines: ``params`` (the call's parameters, by
         default ``v0`` ... one per slot), ``enter`` (before), ``checks`` (in a ``try``, before the
-        inputs are described; they set every ``v<i>`` that is not a parameter), ``after`` (once
+        inputs are described; they set every ``v<i>`` that is not a parameter), ``input_checks``
+        (``{i: lines}``, run for input ``i`` only when it is not the array described last call:
+        one that is passed them then and is unchanged since; they may replace ``v<i>``), ``after`` (once
         ``out0``... are read), ``result`` (the expression returned), ``exit`` (in the ``finally``),
         and the ``namespace`` those lines use."""
         n_in, n_out = self.n_inputs, self.n_outputs
-        guard = dict(dict(params=["v%d" % i for i in range(n_in)], enter=[], checks=[], after=[], exit=[],
-                          result="[%s]" % ", ".join("out%d" % k for k in range(n_out)), namespace={}),
+        guard = dict(dict(params=["v%d" % i for i in range(n_in)], enter=[], checks=[], input_checks={},
+                          after=[], exit=[], result="[%s]" % ", ".join("out%d" % k for k in range(n_out)),
+                          namespace={}),
                      **(guard or {}))
         lines = []
         for i in range(n_in):
-            lines += ["    if v{i}.__class__ is not ndarray:".format(i=i),
-                      "        v{i} = as_host_array(v{i})".format(i=i),
-                      "    if v{i} is not keep[{i}] or (v{i}.shape, v{i}.strides, v{i}.dtype) != described[{i}]:"
-                      .format(i=i),
+            # not the very array described last call, unchanged since: check it (the caller's lines,
+            # which may replace it by a filtered value) and describe it
+            lines += ["    if v{i} is not keep[{i}] or v{i}.shape != dshape[{i}] or v{i}.strides != dstrides[{i}] "
+                      "or v{i}.dtype is not ddtype[{i}]:".format(i=i)]
+            lines += ["        " + line for line in guard["input_checks"].get(i, ())]
+            lines += ["        if v{i}.__class__ is not ndarray:".format(i=i),
+                      "            v{i} = as_host_array(v{i})".format(i=i),
                       "        set_input({i}, v{i})".format(i=i)]
         for k in range(n_out):
             if not self.out_offer[k] or self.out_on_device[k]:
@@ -324,8 +350,10 @@ class CallBlock:
                       "            slot{k}.host_capacity = buf{k}.nbytes".format(k=k),
                       "            in_slot[{k}] = ptr{k}".format(k=k),
                       "        offered[{k}] = buf{k}".format(k=k)]
-        lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out),
-                  "        fail()"]
+        if packed is not None:   # the same call through the one-argument trampoline
+            lines += ["    if packed_call(packed_args):", "        fail()"]
+        else:
+            lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out), "        fail()"]
         for k in range(n_out):
             ndim = out_ndims[k]
             if self.out_offer[k] and not self.out_on_device[k] and ndim is not None:
@@ -345,7 +373,8 @@ class CallBlock:
             lines = ["try:"] + ["    " + line for line in lines] + ["finally:"] + ["    " + line for line in guard["exit"]]
         lines = ["def call(%s):" % ", ".join(guard["params"])] + ["    " + line for line in guard["enter"] + lines]
         source = "\n".join(lines) + "\n"
-        namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, described=self.described,
+        namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, dshape=self.dshape,
+                         dstrides=self.dstrides, ddtype=self.ddtype,
                          set_input=self.set_input, NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
                          spare=self.spare, spare_ptr=self.spare_ptr, in_slot=self.in_slot, empty=np.empty,
                          from_buffer=ffi.from_buffer,
@@ -353,13 +382,17 @@ class CallBlock:
                          err=self.err, fail=fail, HOST_BUFFER=_HOST_BUFFER, get_output=self.get_output)
         if _HAS_REFCOUNT:
             namespace["getrefcount"] = sys.getrefcount
+        if packed is not None:
+            namespace["packed_call"], namespace["packed_args"] = packed
         namespace.update(guard["namespace"])
         for k in range(n_out):
             namespace["slot%d" % k] = self.out_slots[k]
             namespace["t%d" % k] = self.out_tensors[k]
             namespace["dtype%d" % k] = self.out_dtypes[k]
         exec(compile(source, "<ffigraph call, %d in, %d out>" % (n_in, n_out), "exec"), namespace)
-        return namespace["call"]
+        call = namespace["call"]
+        call.source = source   # for reading what runs (f._entry.source)
+        return call
 
     def release_inputs(self):
         """Forget every input (after a failure, or when asked not to hold references)."""
@@ -367,6 +400,7 @@ class CallBlock:
             self.keep[i] = None
             self.data_refs[i] = None
             self.described[i] = None
+            self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
 
     def error(self):
         """(exception class, message, node index, input index) from the error record."""
@@ -383,6 +417,18 @@ def _cuda_error_class(cuda_code):
     from ffigraph.abi import CudaError
 
     return type("CudaError", (CudaError,), {"cuda_code": int(cuda_code), "__module__": "ffigraph.abi"})
+
+
+def _c_contiguous(shape, strides, itemsize):
+    """Whether byte ``strides`` lay ``shape`` out in C order (axes of length 1 may have any stride)."""
+    step = itemsize
+    for n, stride in zip(reversed(shape), reversed(strides)):
+        if n == 0:
+            return True
+        if n != 1 and stride != step:
+            return False
+        step *= n
+    return True
 
 
 def _size(shape):
