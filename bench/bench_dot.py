@@ -2,6 +2,7 @@
 
     python bench/bench_dot.py [--sizes 512 1024] [--dtypes float64 float32] [--repeat 10]
                               [--rounds 3] [--pause 0.3] [--kernel]
+    python bench/bench_dot.py --alternate [--sizes 64 128 256 512] [--dtypes float64] ...
 
 For each dtype and n it times, best of --rounds blocks of --repeat calls each:
   numpy          ``x @ y``
@@ -10,18 +11,28 @@ For each dtype and n it times, best of --rounds blocks of --repeat calls each:
   kernel         (with --kernel) the blocked C kernel, BLAS switched off
 and prints the times and the ratio numpy_time / ffigraph_time (>= 1 means ffigraph is as
 fast; the target is >= 0.9). Each implementation is timed in its own blocks of calls, each
-after a pause and a warm-up call: numpy's bundled OpenBLAS and scipy-openblas64 are two
-libraries with two thread pools (unless scipy_openblas64 was imported before numpy, which
-makes numpy bind to it), and a pool still spinning after its last call slows the other.
+after a pause and a warm-up call, so that no pool still spinning from the block before slows it.
 
-The environment is printed first: interpreter, numpy, which BLAS each side uses, every
-OpenBLAS loaded in the process with its thread count and core type, and the OPENBLAS_*
-variables (the script never changes them).
+--alternate: numpy ``x @ y`` then ffigraph's dot, in turn (issue 23: "no slowdown vs either
+alone"), for three ways of linking ffigraph's Dot, all in one process and one run:
+  before       the scipy-openblas64 package, thread counts left alone: two libraries, two pools
+               of as many threads as CPUs (what ffigraph did before ffigraph.tensor.blas)
+  shared       numpy's own OpenBLAS (ffigraph.tensor.blas, the default): one library, one pool
+  coordinated  the package again, its pool lowered beside numpy's (blas.coordinate): the
+               fallback where numpy's OpenBLAS cannot be shared
+For each, numpy alone, ffigraph alone and the two alternating are timed per call (median of a
+block, best of --rounds blocks, a pause before each block); the ratios alternating / alone are
+what counts (1.0: no slowdown). "before" is measured first and "coordinated" last, since
+coordinating changes the package's pool for the rest of the process.
+
+The environment is printed first: interpreter, numpy, which BLAS each side uses (and why),
+every OpenBLAS loaded in the process with its thread count, and the OPENBLAS_* variables (the
+script never changes them). The script never imports scipy_openblas64: that import puts the
+package's library in the global symbol scope, where it would take every later graph's calls.
 """
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import platform
 import sys
@@ -34,54 +45,21 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import ffigraph.tensor as T  # noqa: E402
 from ffigraph import Mode, function  # noqa: E402
-from ffigraph.tensor import dot_c  # noqa: E402
-
-
-def loaded_openblas():
-    """[(path, threads, core)] for every OpenBLAS mapped into this process (Linux only)."""
-    try:
-        with open("/proc/self/maps") as fh:
-            paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
-    except OSError:
-        return []
-    found = []
-    for path in paths:
-        if not path.endswith(".so") and ".so." not in path and ".so" not in os.path.basename(path):
-            continue
-        threads = core = "?"
-        try:
-            lib = ctypes.CDLL(path)
-            for prefix, suffix in (("scipy_openblas_", "64_"), ("openblas_", "64_"), ("openblas_", "")):
-                fn = getattr(lib, prefix + "get_num_threads" + suffix, None)
-                if fn is not None:
-                    fn.restype = ctypes.c_int
-                    threads = fn()
-                    name = getattr(lib, prefix + "get_corename" + suffix)
-                    name.restype = ctypes.c_char_p
-                    core = name().decode()
-                    break
-        except OSError:
-            pass
-        found.append((path, threads, core))
-    return found
+from ffigraph.tensor import blas, dot_c  # noqa: E402
 
 
 def describe_environment():
     print("interpreter : %s %s (%s)" % (platform.python_implementation(), platform.python_version(),
                                          sys.executable))
     print("numpy       : %s" % np.__version__)
-    try:
-        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
-        print("numpy BLAS  : %s %s" % (blas.get("name"), blas.get("version")))
-    except Exception:  # older numpy without CONFIG
-        pass
+    numpy_blas = blas.numpy_blas_config()
+    if numpy_blas:
+        print("numpy BLAS  : %s %s" % (numpy_blas.get("name"), numpy_blas.get("version")))
     info = dot_c.blas_info()
-    if info is None:
-        print("ffigraph    : no BLAS (scipy-openblas64 not importable): the blocked C kernel")
-    else:
-        import scipy_openblas64
-
-        print("ffigraph    : scipy-openblas64 %s, lib%s.so in %s" % (scipy_openblas64.__version__, info[2], info[0]))
+    lib = blas.library()
+    print("ffigraph    : %s" % ("no BLAS: the blocked C kernel" if lib is None else
+                                "%s %s, %s" % (lib.origin, lib.version, lib.path)))
+    print("              (%s)" % blas.why())
     print("cpu count   : %s" % os.cpu_count())
     try:
         print("load average: %.1f %.1f %.1f" % os.getloadavg())
@@ -122,6 +100,85 @@ def compile_dot(dtype, trust_input):
     return function([x, y], T.dot(x, y), mode=Mode(linker="c", optimizer=None), trust_input=trust_input)
 
 
+def print_pools():
+    print("loaded OpenBLAS libraries (symbols, version, threads):")
+    for path, scheme, version, threads in blas.pools():
+        print("  %s  (%s, %s, %d)" % (os.path.realpath(path), scheme, version, threads))
+
+
+def block_medians(fns, repeat, pause):
+    """{name: median time per call} over ``repeat`` turns, each turn calling every function once
+    in order (one function: alone; two: alternating), after a pause and one warm-up turn."""
+    time.sleep(pause)
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
+
+
+def alternate(args):
+    """Alone vs alternating for the three ways of linking (see the module doc), one process."""
+    describe_environment()
+    saved = (blas.SHARE_NUMPY_BLAS, blas.COORDINATE_THREADS)
+    funcs = {}
+    try:
+        blas.SHARE_NUMPY_BLAS, blas.COORDINATE_THREADS = False, False
+        package = blas.library()
+        for dtype in args.dtypes:
+            funcs["before", dtype] = compile_dot(dtype, True)
+        blas.SHARE_NUMPY_BLAS = True
+        shared = blas.library()
+        for dtype in args.dtypes:
+            funcs["shared", dtype] = compile_dot(dtype, True)
+    finally:
+        blas.SHARE_NUMPY_BLAS, blas.COORDINATE_THREADS = saved
+    if shared is None or shared.origin != "numpy":
+        print("\nnumpy's OpenBLAS is not shared here (%s): 'shared' is the package too" % blas.why())
+    print()
+    print_pools()
+    rng = np.random.default_rng(0)
+    rows = []
+    for way in ("before", "shared", "coordinated"):
+        if way == "coordinated":
+            threads = blas.coordinate(package)
+            print("coordinated: the package's pool set to %s thread(s)" % threads)
+        for dtype in args.dtypes:
+            f = funcs["shared" if way == "shared" else "before", dtype]
+            for n in args.sizes:
+                a = rng.standard_normal((n, n)).astype(dtype)
+                b = rng.standard_normal((n, n)).astype(dtype)
+                np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-3 if dtype == "float32" else 1e-9,
+                                           atol=n * (1e-3 if dtype == "float32" else 1e-9))
+                calls = {"numpy": lambda: a @ b, "ffigraph": lambda: f(a, b)}
+                best = {}
+                for _ in range(args.rounds):
+                    for key, fns in (("np", {"numpy": calls["numpy"]}), ("ff", {"ffigraph": calls["ffigraph"]}),
+                                     ("alt", calls)):
+                        for name, t in block_medians(fns, args.repeat, args.pause).items():
+                            best[key, name] = min(best.get((key, name), float("inf")), t)
+                rows.append((way, dtype, n, best))
+    print()
+    header = "%-12s %-8s %5s %10s %10s %12s %12s %8s %8s" % (
+        "linking", "dtype", "n", "numpy ms", "ffig ms", "alt numpy", "alt ffig", "np ratio", "ff ratio")
+    print(header)
+    print("-" * len(header))
+    for way, dtype, n, best in rows:
+        np_alone, ff_alone = best["np", "numpy"], best["ff", "ffigraph"]
+        np_alt, ff_alt = best["alt", "numpy"], best["alt", "ffigraph"]
+        print("%-12s %-8s %5d %10.3f %10.3f %12.3f %12.3f %8.2f %8.2f" % (
+            way, dtype, n, np_alone * 1e3, ff_alone * 1e3, np_alt * 1e3, ff_alt * 1e3,
+            np_alt / np_alone, ff_alt / ff_alone))
+    print("\nms: median per call of a block of %d (turns), best of %d blocks; ratio = alternating / alone "
+          "(1.0: no slowdown)" % (args.repeat, args.rounds))
+    print()
+    print_pools()
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[512, 1024])
@@ -130,7 +187,11 @@ def main(argv=None):
     parser.add_argument("--rounds", type=int, default=3, help="blocks per implementation, interleaved")
     parser.add_argument("--pause", type=float, default=0.3, help="seconds of rest before each block")
     parser.add_argument("--kernel", action="store_true", help="also time the blocked C kernel (no BLAS)")
+    parser.add_argument("--alternate", action="store_true",
+                        help="numpy and ffigraph dots in turn vs alone, before / shared / coordinated")
     args = parser.parse_args(argv)
+    if args.alternate:
+        return alternate(args)
 
     describe_environment()
     rng = np.random.default_rng(0)
@@ -157,9 +218,7 @@ def main(argv=None):
             rows.append((dtype, n, times.pop("numpy"), times))
 
     print()
-    print("loaded OpenBLAS libraries (threads, core):")
-    for path, threads, core in loaded_openblas():
-        print("  %s  (%s, %s)" % (path, threads, core))
+    print_pools()
     print()
     names = ["default", "trust"] + (["kernel"] if args.kernel else [])
     header = "%-8s %5s %10s" % ("dtype", "n", "numpy ms") + "".join(

@@ -23,6 +23,7 @@ from ffigraph.export.names import UniqueNames, c_identifier, file_stem
 from ffigraph.linkers import devices
 from ffigraph.linkers.c.build import build_library, compiler_command, cuda_link_flags, cuda_source_text, nvcc_command
 from ffigraph.linkers.c.linker import nodes_without_c_code, whole_graph_source
+from ffigraph.tensor import blas
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
 NPY_FILES = ("ffg_npy.h", "ffg_npy.c")
@@ -171,7 +172,8 @@ def make_plan(f, name=None, example_inputs=None):
     outputs = [SlotPlan(str(var), var.type, idents["out"]("out%d" % k)) for k, var in enumerate(fgraph.outputs[:n_out])]
     updates = [(t, str(var)) for t, var in zip(f._update_targets, fgraph.outputs[n_out:])]
 
-    graph = whole_graph_source(fgraph)
+    with blas.standalone():   # numpy's own OpenBLAS is not there for a C host: link the package's, and carry it
+        graph = whole_graph_source(fgraph)
     plan = ExportPlan(name, graph.prefix, inputs, shared, outputs, updates)
     plan.graph = graph
     plan.cuda = cuda_source_text(graph.requirements) is not None

@@ -2,19 +2,20 @@
 
 Two ways to multiply, chosen when the code is generated:
 
-* BLAS, for float32 and float64 results, when the ``scipy-openblas64`` package
-  can be imported (and ``USE_BLAS`` is true). That package is the OpenBLAS
-  build that NumPy and SciPy ship in their wheels, installable from PyPI on
-  every platform they support, with a header, a shared library and
-  ``get_lib_dir()`` / ``get_library()`` to find them, so the generated code
-  links against a known, tuned BLAS without a system package. We use its ILP64
-  flavour (symbols ``scipy_cblas_dgemm64_`` and so on): every dimension,
-  leading dimension and increment is an ``int64_t``, so arrays with more than
-  2**31 - 1 elements along an axis (or in a leading dimension) need no special
-  case and cannot overflow a 32-bit ``int``. We declare the few prototypes we
-  call ourselves (below) rather than include its ``cblas.h``. The library
-  directory is passed through ``c_lib_dirs``, which the build turns into
-  ``-L`` and ``-Wl,-rpath``, so the compiled graph finds the library at load time.
+* BLAS, for float32 and float64 results, when an ILP64 OpenBLAS is at hand (and
+  ``USE_BLAS`` is true): the copy numpy has loaded itself where it can be called,
+  so that numpy and ffigraph share one library and one thread pool, else the
+  ``scipy-openblas64`` package, the OpenBLAS build that NumPy and SciPy ship in
+  their wheels, installable from PyPI on every platform they support (exports
+  always take the package; ``ffigraph.tensor.blas`` chooses and says why). We use
+  the ILP64 flavour (symbols ``scipy_cblas_dgemm64_``, or ``cblas_dgemm64_`` in
+  numpy 1.26's copy): every dimension, leading dimension and increment is an
+  ``int64_t``, so arrays with more than 2**31 - 1 elements along an axis (or in a
+  leading dimension) need no special case and cannot overflow a 32-bit ``int``.
+  We declare the few prototypes we call ourselves (below) rather than include a
+  ``cblas.h``. The library's folder is passed through ``c_lib_dirs``, which the
+  build turns into ``-L`` and ``-Wl,-rpath``, so the compiled graph finds the
+  library at load time (numpy's copy is found already loaded).
 
   BLAS wants each matrix with one unit stride and a leading dimension at least
   max(1, columns). A C-contiguous matrix is passed as is ("no transpose"), a
@@ -39,14 +40,14 @@ into a C-contiguous temporary first. Temporaries are released by
 from __future__ import annotations
 
 import os
-import warnings
 
 import numpy as np
 
 from ffigraph.graph.c_interface import MethodNotDefined
+from ffigraph.tensor import blas
 from ffigraph.tensor.ctype import c_element_type
 
-#: Use BLAS for float32/float64 results when scipy-openblas64 is installed (see ``blas_info``).
+#: Use BLAS for float32/float64 results when an OpenBLAS is at hand (see ``ffigraph.tensor.blas``).
 #: Tests set this to False to exercise the blocked kernel on floats.
 USE_BLAS = True
 
@@ -54,41 +55,16 @@ USE_BLAS = True
 MR, NR = 4, 8
 MC, KC, NC = 128, 256, 1024
 
-_blas_cache = []
-
 
 def blas_info():
-    """(lib_dir, include_dir, library) of scipy-openblas64, or None when it is not installed.
-
-    scipy-openblas64 is a dependency of ffigraph; without it (an install with ``--no-deps``, a
-    platform with no wheel) floats use the blocked kernel, and a warning says so once. An
-    installed package that is broken (its functions fail, its shared library or header is not
-    where it says) raises: a BLAS that silently went missing would hide itself behind the
-    slower kernel."""
-    if not _blas_cache:
-        try:
-            import scipy_openblas64 as sob
-        except ImportError as err:
-            warnings.warn("scipy-openblas64 is not installed (%s): Dot on floats uses ffigraph's blocked "
-                          "C kernel instead of BLAS" % err, RuntimeWarning, stacklevel=2)
-            _blas_cache.append(None)
-            return None
-        try:
-            lib_dir, include_dir, library = sob.get_lib_dir(), sob.get_include_dir(), sob.get_library()
-        except Exception as err:
-            raise RuntimeError("scipy-openblas64 is installed but broken: %s: %s"
-                               % (type(err).__name__, err)) from err
-        found = os.path.isdir(lib_dir) and any(name.startswith("lib%s." % library) for name in os.listdir(lib_dir))
-        if not found:
-            raise RuntimeError("scipy-openblas64 is installed but broken: no shared library lib%s.* in %s"
-                               % (library, lib_dir))
-        _blas_cache.append((lib_dir, include_dir, library))
-    return _blas_cache[0]
+    """(lib_dir, include_dir, library) of the scipy-openblas64 package, or None when it is not
+    installed (``ffigraph.tensor.blas.package_info``)."""
+    return blas.package_info()
 
 
 def blas_enabled():
     """True when the next compiled Dot on float32/float64 will call BLAS."""
-    return bool(USE_BLAS) and blas_info() is not None
+    return bool(USE_BLAS) and blas.library() is not None
 
 
 def _uses_blas(node):
@@ -111,16 +87,17 @@ def _dtypes(op, node):
 
 
 def c_libraries(op):
-    return [blas_info()[2]] if blas_enabled() else []
+    return [blas.library().link_name] if blas_enabled() else []
 
 
 def c_lib_dirs(op):
     # the build adds -Wl,-rpath for each of these, so the library is found at load time
-    return [blas_info()[0]] if blas_enabled() else []
+    return [blas.library().lib_dir] if blas_enabled() else []
 
 
 def c_code_cache_version(op):
-    return (1, MR, NR, MC, KC, NC, blas_enabled())
+    lib = blas.library() if USE_BLAS else None
+    return (2, MR, NR, MC, KC, NC, lib.origin if lib is not None else False)
 
 
 # ---------------------------------------------------------------- support code
@@ -164,20 +141,21 @@ static void *ffg_dot_temp(int64_t n, size_t itemsize, const FfgAllocator *al, Ff
 BLAS_COMMON = r"""
 #ifndef FFG_DOT_BLAS
 #define FFG_DOT_BLAS
-/* ---- Dot: the CBLAS entry points of scipy-openblas64 (ILP64: every size is an int64_t) ---- */
+/* ---- Dot: the CBLAS entry points of an ILP64 OpenBLAS (every size is an int64_t) ---- */
+/* linked against %(which)s */
 enum { FFG_CBLAS_ROW_MAJOR = 101, FFG_CBLAS_NO_TRANS = 111, FFG_CBLAS_TRANS = 112 };
-double scipy_cblas_ddot64_(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
-float scipy_cblas_sdot64_(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
-void scipy_cblas_dgemv64_(int order, int trans, int64_t m, int64_t n, double alpha, const double *a,
-                          int64_t lda, const double *x, int64_t incx, double beta, double *y, int64_t incy);
-void scipy_cblas_sgemv64_(int order, int trans, int64_t m, int64_t n, float alpha, const float *a,
-                          int64_t lda, const float *x, int64_t incx, float beta, float *y, int64_t incy);
-void scipy_cblas_dgemm64_(int order, int transa, int transb, int64_t m, int64_t n, int64_t k,
-                          double alpha, const double *a, int64_t lda, const double *b, int64_t ldb,
-                          double beta, double *c, int64_t ldc);
-void scipy_cblas_sgemm64_(int order, int transa, int transb, int64_t m, int64_t n, int64_t k,
-                          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-                          float beta, float *c, int64_t ldc);
+double %(ddot)s(int64_t n, const double *x, int64_t incx, const double *y, int64_t incy);
+float %(sdot)s(int64_t n, const float *x, int64_t incx, const float *y, int64_t incy);
+void %(dgemv)s(int order, int trans, int64_t m, int64_t n, double alpha, const double *a,
+               int64_t lda, const double *x, int64_t incx, double beta, double *y, int64_t incy);
+void %(sgemv)s(int order, int trans, int64_t m, int64_t n, float alpha, const float *a,
+               int64_t lda, const float *x, int64_t incx, float beta, float *y, int64_t incy);
+void %(dgemm)s(int order, int transa, int transb, int64_t m, int64_t n, int64_t k,
+               double alpha, const double *a, int64_t lda, const double *b, int64_t ldb,
+               double beta, double *c, int64_t ldc);
+void %(sgemm)s(int order, int transa, int transb, int64_t m, int64_t n, int64_t k,
+               float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+               float beta, float *c, int64_t ldc);
 
 /* Can a rows x cols matrix with element strides (rs, cs) go to row-major BLAS as it is?
    1 with *trans and *ld set when it can, 0 when it must be copied first.
@@ -529,11 +507,27 @@ def _kernel_code(dtype):
                          combine4=combine4)
 
 
+def _blas_common():
+    """The prototypes of the CBLAS functions under the chosen library's names, and which library
+    that is (so a graph linked against another BLAS has another source, hence another library)."""
+    lib = blas.library()
+    which = ("numpy's own OpenBLAS %s, %s (one thread pool with numpy)" if lib.origin == "numpy"
+             else "the scipy-openblas64 package %s, %s") % (lib.version, os.path.basename(lib.path))
+    names = {f: lib.symbol(f) for f in blas.CBLAS_FUNCTIONS}
+    return BLAS_COMMON % dict(names, which=which.replace("*/", "* /"))
+
+
+def _blas_origin():
+    lib = blas.library()
+    return "numpy's OpenBLAS" if lib.origin == "numpy" else "scipy-openblas64"
+
+
 def _blas_code(dtype):
     tag, T, _, _ = _names(dtype)
     letter = "d" if tag == "float64" else "s"
-    return BLAS % dict(dst=tag, T=T, dot="scipy_cblas_%sdot64_" % letter,
-                       gemv="scipy_cblas_%sgemv64_" % letter, gemm="scipy_cblas_%sgemm64_" % letter)
+    lib = blas.library()
+    return BLAS % dict(dst=tag, T=T, dot=lib.symbol(letter + "dot"), gemv=lib.symbol(letter + "gemv"),
+                       gemm=lib.symbol(letter + "gemm"))
 
 
 def c_support_code_apply(op, node, name):
@@ -542,7 +536,7 @@ def c_support_code_apply(op, node, name):
     for src in sorted({dx, dy} - {dout}):
         parts.append(_copy_code(src, dout))
     if _uses_blas(node):
-        parts += [BLAS_COMMON, _copy_code(dout, dout), _blas_code(dout)]
+        parts += [_blas_common(), _copy_code(dout, dout), _blas_code(dout)]
     else:
         parts.append(_kernel_code(dout))
     return "\n".join(parts)
@@ -559,7 +553,7 @@ def c_code(op, node, name, inputs, outputs, sub):
     if xnd not in (1, 2) or ynd not in (1, 2):
         raise MethodNotDefined("%s: dot of %d-d and %d-d" % (op, xnd, ynd))
     tag, T, _, _ = _names(dout)
-    blas = _uses_blas(node)
+    use_blas = _uses_blas(node)
     d = dict(name=name, x=x, y=y, out=out, T=T, tag=tag, xnd=xnd, ynd=ynd, ond=xnd + ynd - 2,
              err=sub["err"], fail=sub["fail"], al=sub["allocator"],
              M="%s.shape[0]" % x if xnd == 2 else "1",
@@ -575,7 +569,7 @@ def c_code(op, node, name, inputs, outputs, sub):
     for ptr, var, src in (("a", x, dx), ("b", y, dy)):
         d[ptr + "_init"] = ("(const %s *)%s.data;" % (T, var) if src == dout
                             else "NULL;   /* %s: its %s copy, made below */" % (src, tag))
-    d["how"] = ("BLAS (scipy-openblas64)" if blas else "the blocked C kernel")
+    d["how"] = ("BLAS (%s)" % _blas_origin() if use_blas else "the blocked C kernel")
     lines = [
         "/* %(out)s = dot(%(x)s, %(y)s): %(xnd)d-d %(dx)s . %(ynd)d-d %(dy)s -> %(ond)d-d %(dout)s, by %(how)s. */"
         % dict(d, dx=dx, dy=dy, dout=dout),
@@ -583,7 +577,7 @@ def c_code(op, node, name, inputs, outputs, sub):
         "void *%(name)s_xtmp = NULL;   /* x converted to %(tag)s, or copied for BLAS */" % d,
         "void *%(name)s_ytmp = NULL;   /* the same for y */" % d,
     ]
-    if not blas:
+    if not use_blas:
         lines.append("void *%(name)s_pack = NULL;   /* packing space of the blocked kernel */" % d)
     lines.append(r"""{
     /* x is seen as an M x K matrix and y as K x N; a vector is one row (x) or one column (y). */
@@ -619,7 +613,7 @@ ffg_dot_copy_%(stag)s_%(tag)s((%(T)s *)%(name)s_%(which)stmp, %(cols)s, (const %
 %(rs)s = %(cols)s;
 %(cs)s = 1;""" % dict(d, which=which, src=src, stag=_names(src)[0], S=c_element_type(src), rows=rows,
                       cols=cols, rs=rs, cs=cs, ptr=ptr, var=x if which == "x" else y))
-    if blas:
+    if use_blas:
         body.append(r"""/* BLAS; an operand it cannot read in place is copied into the free temporary slot */
 if (ffg_dot_blas_%(tag)s(M, N, K, a, ars, acs, b, brs, bcs, (%(T)s *)%(out)s.data,
                       &%(name)s_xtmp, &%(name)s_ytmp, %(al)s, %(err)s))

@@ -3,7 +3,8 @@
 Every test runs under the whole-graph C linker, each compiling ONE function for many cases
 (``helpers.check_cases``: each distinct graph its own node; odd layouts and errors go to one graph
 of that function at a time, see ``caller``). The float tests run twice: through BLAS
-(scipy-openblas64, when installed) and through the blocked C kernel (``dot_c.USE_BLAS`` switched
+(numpy's own OpenBLAS where it is shared, else scipy-openblas64: tests/tensor/test_blas.py) and
+through the blocked C kernel (``dot_c.USE_BLAS`` switched
 off, so a fresh library is built). The op-wise linker 'c|py' builds the very same node libraries
 (tests/linkers/test_c_backend.py shows it); it runs here where it does something of its own: its
 own wording of errors, and complex values in Python.
@@ -14,7 +15,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import Mode, function
 from ffigraph.graph.c_interface import MethodNotDefined
-from ffigraph.tensor import dot_c
+from ffigraph.tensor import blas, dot_c
 from helpers import Case, assert_matches, caller, check_cases, relayout, sample
 
 SHAPES = {"vv": ((7,), (7,)), "mv": ((3, 7), (7,)), "vm": ((7,), (7, 4)), "mm": ((3, 7), (7, 4))}
@@ -330,43 +331,39 @@ def _source(build, dtypes, ndims=(2, 2)):
 def test_generated_code_chooses_blas_or_kernel(monkeypatch):
     monkeypatch.setattr(dot_c, "USE_BLAS", False)
     src = _source(T.dot, ("float64", "float64"))
-    assert "scipy_cblas" not in src and "ffg_dot_gemm_float64(" in src
+    assert "cblas_" not in src and "ffg_dot_gemm_float64(" in src
     assert "Python.h" not in src and "Py_" not in src
     assert dot_c.blas_info() is not None, "scipy-openblas64, a dependency of ffigraph, is not installed"
     monkeypatch.setattr(dot_c, "USE_BLAS", True)
+    lib = blas.library()    # numpy's own OpenBLAS or the package: the names differ (numpy 1.26: cblas_sgemm64_)
     src = _source(T.dot, ("float32", "float32"))
-    assert "scipy_cblas_sgemm64_(" in src and "ffg_dot_gemm_float32(" not in src
+    assert lib.symbol("sgemm") + "(" in src and "ffg_dot_gemm_float32(" not in src
     src = _source(T.dot, ("int32", "float64"))          # converted first, then BLAS
-    assert "ffg_dot_copy_int32_float64(" in src and "scipy_cblas_dgemm64_(" in src
+    assert "ffg_dot_copy_int32_float64(" in src and lib.symbol("dgemm") + "(" in src
     src = _source(T.dot, ("int32", "int64"))            # integers: the kernel
-    assert "scipy_cblas" not in src and "ffg_dot_gemm_int64(" in src
+    assert "cblas_" not in src and "ffg_dot_gemm_int64(" in src
 
 
 def test_blas_info_fails_loudly_when_the_installed_blas_is_broken(monkeypatch, tmp_path):
     """An installed but broken scipy-openblas64 raises (it used to fall back to the kernel
-    silently); only a missing one falls back, with a warning."""
-    import sys
-    import types
-
+    silently); only a missing one falls back, with a warning. The package is found without being
+    imported (its import loads its library into the global scope: ffigraph.tensor.blas)."""
     assert dot_c.blas_info() is not None
-    fake = types.ModuleType("scipy_openblas64")
-    fake.get_include_dir = lambda: str(tmp_path)
-    fake.get_library = lambda: "scipy_openblas64_"
-    fake.get_lib_dir = lambda: str(tmp_path)            # no library in it
-    monkeypatch.setitem(sys.modules, "scipy_openblas64", fake)
-    monkeypatch.setattr(dot_c, "_blas_cache", [])
+    monkeypatch.setattr(blas, "_package_cache", [])
+    monkeypatch.setattr(blas, "_package_dir", lambda: str(tmp_path))     # no lib/ folder in it
+    with pytest.raises(RuntimeError, match="scipy-openblas64 is installed but broken: .*No such file"):
+        dot_c.blas_info()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libscipy_openblas64_.a").write_bytes(b"")     # no shared library in it
     with pytest.raises(RuntimeError, match="scipy-openblas64 is installed but broken: no shared library"):
         dot_c.blas_info()
-
-    def broken():
-        raise OSError("cannot read the package folder")
-    fake.get_lib_dir = broken
-    with pytest.raises(RuntimeError, match="broken: OSError: cannot read the package folder"):
-        dot_c.blas_info()
-    monkeypatch.setitem(sys.modules, "scipy_openblas64", None)   # import fails: not installed
+    monkeypatch.setattr(blas, "_package_dir", lambda: None)              # not installed
     with pytest.warns(RuntimeWarning, match="not installed"):
         assert dot_c.blas_info() is None
-    assert not dot_c.blas_enabled()
+    monkeypatch.setattr(blas, "SHARE_NUMPY_BLAS", False)
+    assert not dot_c.blas_enabled()       # no package and numpy's OpenBLAS not shared: the kernel
+    monkeypatch.setattr(blas, "SHARE_NUMPY_BLAS", True)
+    assert dot_c.blas_enabled() == (blas.numpy_library()[0] is not None)   # numpy's needs no package
 
 
 def test_temporaries_are_released_in_cleanup(monkeypatch):
