@@ -8,6 +8,7 @@ compile the same op C code once more; what ``c|py`` adds, sequencing nodes and P
 from Python, is tested in tests/linkers and tests/compile.
 """
 import os
+import re
 import sys
 
 import pytest
@@ -48,11 +49,23 @@ SANITIZE = OP_MATRIX + (
     "tests/linkers/test_c_backend.py", "tests/linkers/test_alloc_failure.py", "tests/linkers/test_library_memo.py",
     "tests/linkers/test_sanitize.py", "tests/linkers/test_arity_call.py", "tests/export/test_export.py",
     "tests/export/test_hostile_names.py",
-    "tests/compile/test_profile.py",
+    "tests/compile/test_profile.py", "tests/tensor/test_threads_c.py", "tests/export/test_export_threads.py",
 )
 
 
 def pytest_configure(config):
+    # Threads in generated loops (ffigraph.config.threads, default: the CPU count) add a thread pool
+    # and a chunk function to a library, some 50 ms of compile time each; the suite builds thousands
+    # of libraries, so it runs with one thread unless FFIGRAPH_FLAGS names `threads` (set in the
+    # environment too, so that the processes the tests start build the same sources). The threaded
+    # C is tested where threads are set explicitly: tests/tensor/test_threads_c.py and
+    # tests/export/test_export_threads.py.
+    flags = os.environ.get("FFIGRAPH_FLAGS", "")
+    if not re.search(r"(^|,)\s*threads\s*=", flags):
+        from ffigraph.config import config as ffigraph_config
+
+        os.environ["FFIGRAPH_FLAGS"] = flags + ("," if flags.strip() else "") + "threads=1"
+        ffigraph_config.threads = 1
     config.addinivalue_line("markers", "gpu: needs a working CUDA GPU (skipped elsewhere, with the reason)")
     config.addinivalue_line("markers", "op_matrix: a file of OP_MATRIX (conftest.py): one case per op on PyPy")
     config.addinivalue_line("markers", "sanitize: a file of SANITIZE (conftest.py): run in the sanitizer phase")

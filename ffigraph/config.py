@@ -94,6 +94,31 @@ def _non_empty_str(value):
     return value
 
 
+MAX_THREADS = 256   # the most worker threads a generated library is built for
+
+
+def _default_threads():
+    """The CPUs this process may run on (its affinity mask), else the machine's count."""
+    try:
+        return max(1, min(len(os.sched_getaffinity(0)), MAX_THREADS))
+    except (AttributeError, OSError):
+        return max(1, min(os.cpu_count() or 1, MAX_THREADS))
+
+
+def _int_in(low, high, what):
+    """An int in [low, high] (a string from FFIGRAPH_FLAGS is parsed)."""
+    def check(value):
+        try:
+            number = int(value)
+        except (TypeError, ValueError):
+            raise ValueError("must be %s, got %r" % (what, value)) from None
+        if isinstance(value, (bool, float)) or not low <= number <= high:
+            raise ValueError("must be %s, got %r" % (what, value))
+        return number
+
+    return check
+
+
 def _traceback_limit(value):
     """How many user frames a node records (-1: all, 0: none); a string from FFIGRAPH_FLAGS is parsed."""
     try:
@@ -138,6 +163,11 @@ _SPEC = {
     "compute_test_value": (lambda: "off", _one_of("off", "ignore", "warn", "raise", "pdb"),
                            "compute each new node's outputs from its inputs' tag.test_value when the graph "
                            "is built: off, ignore (skip nodes with an input that has none), warn, raise, pdb"),
+    "threads": (_default_threads, _int_in(1, MAX_THREADS, "an int from 1 to %d" % MAX_THREADS),
+                "threads a large elementwise or reduction loop is split over (default: the CPUs this "
+                "process may use; 1: never split); built into the generated C, so part of the cache key"),
+    "threads_min_size": (lambda: 65536, _int_in(0, 2 ** 62, "a number of elements (an int >= 0)"),
+                         "a loop over fewer elements than this runs on the calling thread alone"),
     "sanitize": (lambda: "", _sanitizers,
                  "build generated C with gcc sanitizers: '' (off), address, undefined or address+undefined; "
                  "address needs libasan preloaded (LD_PRELOAD=$(gcc -print-file-name=libasan.so))"),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shlex
 
 from ffigraph.export.header_c import slot_map
@@ -168,7 +169,7 @@ FfgError err;
   overlaps (from another thread, or re-entrant from an allocator callback)
   gets `FFG_ERR_RUNTIME` at once, not a data race.
   `%(N)s_describe`, `%(N)s_abi_version`, `%(N)s_shared_index` and
-  `%(N)s_shared_name` are safe from any thread.
+  `%(N)s_shared_name` are safe from any thread.%(pool)s
 - Linking into your own program: `make flags` prints the flags.
   `%(N)s.h` compiles as C and as C++.
 
@@ -202,7 +203,19 @@ def readme(plan):
     if plan.cuda:
         cuda_rows, cuda_section = _readme_cuda(plan)
     return README_TEMPLATE % dict(N=plan.name, NU=plan.name.upper(), data_rows=data_rows, extra_rows=extra,
-                                  slots=slots, cuda_rows=cuda_rows, cuda_section=cuda_section)
+                                  slots=slots, cuda_rows=cuda_rows, cuda_section=cuda_section, pool=_readme_pool(plan))
+
+
+def _readme_pool(plan):
+    """The README's words on the library's own threads (ffigraph.tensor.threads_c), when it has them."""
+    found = re.search(r"^#define FFG_THREADS (\d+)\n#define FFG_THREADS_MIN_SIZE (\d+)LL", plan.graph.source, re.M)
+    if found is None:
+        return ""
+    return ("\n- Inside a call, loops over %s elements or more split over %s threads of the library's own\n"
+            "  (a pthread pool, started by the first such loop; the calling thread is one of them), with\n"
+            "  results that do not depend on which threads run what. Handles share the pool: a call that\n"
+            "  finds it busy runs its loops on its own thread. The workers are joined when the library is\n"
+            "  unloaded or the program exits." % found.groups()[::-1])
 
 
 README_CUDA = """

@@ -156,9 +156,9 @@ class DelegatedCOp(COp):
     """An op whose C methods live in a separate module (codegen kept apart from the graph op).
 
     ``c_impl`` names the module; it defines ``c_code(op, node, name, inputs, outputs, sub)`` and
-    may define ``c_support_code_apply(op, node, name)``, ``c_headers(op)``, ``c_libraries(op)``,
-    ``c_lib_dirs(op)``, ``c_header_dirs(op)``, ``c_compile_args(op)``, ``c_code_cleanup(op, node,
-    name, inputs, outputs, sub)`` and ``c_code_cache_version(op)``.
+    may define ``c_support_code(op)``, ``c_support_code_apply(op, node, name)``, ``c_headers(op)``,
+    ``c_libraries(op)``, ``c_lib_dirs(op)``, ``c_header_dirs(op)``, ``c_compile_args(op)``,
+    ``c_code_cleanup(op, node, name, inputs, outputs, sub)`` and ``c_code_cache_version(op)``.
     """
 
     c_impl: str = None
@@ -188,6 +188,9 @@ class DelegatedCOp(COp):
 
     def c_code_cleanup(self, node, name, inputs, outputs, sub):
         return self._delegate("c_code_cleanup", "", node, name, inputs, outputs, sub)
+
+    def c_support_code(self, **kwargs):
+        return self._delegate("c_support_code", "")
 
     def c_support_code_apply(self, node, name):
         return self._delegate("c_support_code_apply", "", node, name)

@@ -150,15 +150,25 @@ class Elemwise(Op):
     def c_code(self, node, name, inputs, outputs, sub):
         from ffigraph.tensor.elemwise_c import elemwise_c_code
 
-        return elemwise_c_code(self, node, inputs, outputs, sub)
+        return elemwise_c_code(self, node, inputs, outputs, sub, name)
 
     def c_support_code_apply(self, node, name):
         from ffigraph.tensor.elemwise_c import elemwise_support_code
 
-        return elemwise_support_code(self, node)
+        return elemwise_support_code(self, node, name)
 
     def c_headers(self, **kwargs):
         return ["<math.h>"]
+
+    def c_support_code(self, **kwargs):
+        from ffigraph.tensor.threads_c import pool_support_code
+
+        return pool_support_code()
+
+    def c_compile_args(self, **kwargs):
+        from ffigraph.tensor.threads_c import compile_args
+
+        return compile_args()
 
     def c_code_cache_version(self):
         return (1,)

@@ -41,9 +41,9 @@ class _FusedC:
     """The C hooks both fused ops share: helpers and libraries follow the Composite's steps."""
 
     def c_support_code_apply(self, node, name):
-        from ffigraph.tensor.fused_c import fused_support_code
+        from ffigraph.tensor.fused_c import fused_apply_support_code
 
-        return fused_support_code(self.composite)
+        return fused_apply_support_code(self, node, name)
 
     def c_headers(self, **kwargs):
         return ["<math.h>"]
@@ -52,6 +52,16 @@ class _FusedC:
         from ffigraph.tensor.fused_c import fused_libraries
 
         return fused_libraries(self.composite)
+
+    def c_support_code(self, **kwargs):
+        from ffigraph.tensor.threads_c import pool_support_code
+
+        return pool_support_code()
+
+    def c_compile_args(self, **kwargs):
+        from ffigraph.tensor.threads_c import compile_args
+
+        return compile_args()
 
     def c_code_cache_version(self):
         return (1,)
@@ -123,7 +133,7 @@ class FusedElemwise(_FusedC, Op):
     def c_code(self, node, name, inputs, outputs, sub):
         from ffigraph.tensor.fused_c import fused_elemwise_c_code
 
-        return fused_elemwise_c_code(self, node, inputs, outputs, sub)
+        return fused_elemwise_c_code(self, node, inputs, outputs, sub, name)
 
 
 

@@ -18,6 +18,7 @@ import numpy as np
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.c_table import c_cast, c_expression, support_code
 from ffigraph.scalar.composite import const_value
+from ffigraph.tensor import threads_c
 from ffigraph.tensor.ctype import c_element_type
 from ffigraph.tensor.elemwise_c import _NEEDS_HELPERS, _broadcast, _operand_dtypes, compute_dtype
 
@@ -121,6 +122,27 @@ def fused_libraries(composite):
     return list(_vmath.VMATH_LIBRARIES) if _vector_steps(composite) else []
 
 
+def fused_apply_support_code(op, node, name):
+    """The Composite's helpers; for a loop that may be split over threads, also the node's chunk
+    function (see threads_c; the pool itself is the op's c_support_code)."""
+    parts = [fused_support_code(op.composite)]
+    if _threaded(node):
+        chunk = _reduce_chunk_function if hasattr(op, "kind") else _elemwise_chunk_function
+        parts.append(chunk(op, node, name))
+    return "\n\n".join(p for p in parts if p)
+
+
+def _threaded(node):
+    """Whether the node's loop may be split over threads: threads are on and the loop's static
+    shape (the inputs' broadcast) does not make it small."""
+    if not node.inputs:
+        return False
+    shapes = [v.type.shape for v in node.inputs]
+    loop = tuple(None if any(s[d] is None for s in shapes) else max(s[d] for s in shapes)
+                 for d in range(node.inputs[0].ndim))
+    return threads_c.worth_threads(loop)
+
+
 # ------------------------------------------------------------------ the loop
 
 
@@ -158,17 +180,19 @@ class _Loop:
     def last_stride(self, prefix, i):
         return "%s%d[%d]" % (prefix, i, self.nd - 1) if self.nd else "1"
 
-    def nest(self, pointers, inner, shape="shape"):
+    def nest(self, pointers, inner, shape="shape", bounded=False):
         """Loops over axes 0..nd-2 advancing each (ctype, base, stride array) pointer; ``inner`` is
-        the innermost block loop's text, which reads pointer ``<base>_<nd-1>``."""
+        the innermost block loop's text, which reads pointer ``<base>_<nd-1>``. ``bounded``: each
+        axis d runs over [lo[d], hi[d]) (one chunk of a threaded loop) instead of [0, shape[d])."""
         lines = []
         for ctype, base, stride in pointers:
             lines.append("%s *%s_0 = (%s *)%s;" % (ctype, base, ctype, stride[1]))
         indent = ""
         for d in range(self.nd - 1):
+            start, stop = ("lo[%d]" % d, "hi[%d]" % d) if bounded else ("0", "%s[%d]" % (shape, d))
             lines.append("%s{" % indent)
             lines.append("%s    int64_t i%d;" % (indent, d))
-            lines.append("%s    for (i%d = 0; i%d < %s[%d]; ++i%d) {" % (indent, d, d, shape, d, d))
+            lines.append("%s    for (i%d = %s; i%d < %s; ++i%d) {" % (indent, d, start, d, stop, d))
             indent += "        "
             for ctype, base, stride in pointers:
                 lines.append("%s%s *%s_%d = %s_%d + i%d * %s[%d];"
@@ -249,17 +273,24 @@ class _Loop:
                 "}"]
 
     def buffers(self):
+        # aligned to a cache line: the vector routines' 256- and 512-bit loads and stores would
+        # otherwise straddle lines wherever the frame happens to put them (~8% of a loop measured)
         B = self.block
-        lines = ["%s g%d[%d];" % (ct, i, B) for i, ct in enumerate(self.in_ctypes)]
-        lines += ["%s u%d[%d];" % (ct, j, B) for j, ct in enumerate(self.step_ctypes)]
+        lines = ["%s g%d[%d] __attribute__((aligned(64)));" % (ct, i, B) for i, ct in enumerate(self.in_ctypes)]
+        lines += ["%s u%d[%d] __attribute__((aligned(64)));" % (ct, j, B) for j, ct in enumerate(self.step_ctypes)]
         return lines
 
-    def blocks(self, last, body, shape="shape"):
+    def blocks(self, last, body, shape="shape", bounded=False):
+        """The block loop along the last axis (``bounded``: over [lo[last], hi[last]), whose start is
+        a multiple of the block, so the blocks are the ones a whole loop has)."""
         n = "%s[%d]" % (shape, last) if self.nd else "1"
+        if bounded and self.nd:
+            n = "hi[%d]" % last
         lines = ["{",
                  "    const int64_t n = %s;" % n,
                  "    int64_t j0;",
-                 "    for (j0 = 0; j0 < n; j0 += %d) {" % self.block,
+                 "    for (j0 = %s; j0 < n; j0 += %d) {" % ("lo[%d]" % last if bounded and self.nd else "0",
+                                                         self.block),
                  "        const int64_t m = n - j0 < %d ? n - j0 : %d;" % (self.block, self.block)]
         lines += ["        " + ln for ln in body]
         lines += ["    }", "}"]
@@ -286,7 +317,7 @@ def _take_over(out, x, nd):
     return lines
 
 
-def fused_elemwise_c_code(op, node, ins, outs, sub):
+def fused_elemwise_c_code(op, node, ins, outs, sub, name=None):
     comp = op.composite
     inplace = dict(op.inplace)
     loop = _Loop(op, node, ins, sub, destroyed=inplace.values())
@@ -315,7 +346,19 @@ def fused_elemwise_c_code(op, node, ins, outs, sub):
         else:
             lines += _alloc(out, nd, shape, ct, sub)
     out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
-    lines += _elemwise_loop(loop, outs, out_ctypes, "shape")
+    if name is not None and _threaded(node):
+        lines.append("{")
+        lines.append("    /* the loop, in chunks that the pool's threads share (%s_chunk above) */" % name)
+        lines.append("    %s_loop L;" % name)
+        lines += ["    L.in[%d] = &%s;" % (i, x) for i, x in enumerate(ins)]
+        lines += ["    L.out[%d] = &%s;" % (k, o) for k, o in enumerate(outs)]
+        lines.append("    L.shape = shape;")
+        lines.append("    ffg_split_loop(&L.split, %d, shape, %d, %s, 0, 0);"
+                     % (nd, loop.block, threads_c.mask(range(nd))))
+        lines += ["    " + ln for ln in threads_c.run_chunks(name, "L", sub)]
+        lines.append("}")
+    else:
+        lines += _elemwise_loop(loop, outs, out_ctypes, "shape")
     # When another input makes the loop empty, an output that does not read that input
     # still has elements (a length-1 axis it did not stretch): compute those on their own.
     partial = [k for k in range(len(outs)) if len(deps[k]) < comp.nin]
@@ -326,6 +369,38 @@ def fused_elemwise_c_code(op, node, ins, outs, sub):
         lines += ["    " + ln for ln in _elemwise_loop(sub_loop, [outs[k]], [out_ctypes[k]], "oshape%d" % k)]
         lines.append("}")
     return "\n".join(lines)
+
+
+def _chunk_header(name, comment, members):
+    """The context struct of node ``name``'s chunk function and the function's first lines."""
+    lines = ["/* %s: %s -- its loop over one chunk (threads_c) */" % (name, comment.replace("*/", "* /")),
+             "typedef struct %s_loop {" % name]
+    lines += ["    %s" % m for m in members]
+    lines += ["    const int64_t *shape;   /* the loop's shape */",
+              "    ffg_split split;        /* how it is cut */",
+              "} %s_loop;" % name,
+              "",
+              "static int %s_chunk(void *ctx, int chunk, FfgError *err)" % name,
+              "{",
+              "    const %s_loop *L = (const %s_loop *)ctx;" % (name, name),
+              "    const int64_t *shape = L->shape;"]
+    return lines
+
+
+def _elemwise_chunk_function(op, node, name):
+    comp = op.composite
+    nd = node.inputs[0].ndim
+    nout = len(node.outputs)
+    ins = ["(*L->in[%d])" % i for i in range(comp.nin)]
+    outs = ["(*L->out[%d])" % k for k in range(nout)]
+    # a failing element returns from the chunk; ffg_parallel keeps the first chunk's error
+    loop = _Loop(op, node, ins, dict(err="err", fail="return -1;"), destroyed=dict(op.inplace).values())
+    out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
+    lines = _chunk_header(name, str(op), ["const ffg_array *in[%d];" % comp.nin, "ffg_array *out[%d];" % nout])
+    body = threads_c.bounded(nd, "shape") + threads_c.chunk_bounds("L", "shape")
+    body += _elemwise_loop(loop, outs, out_ctypes, "shape", bounded=True)
+    body += ["(void)err;", "return 0;"]
+    return "\n".join(lines + ["    " + ln for ln in body] + ["}"])
 
 
 class _Restricted:
@@ -339,8 +414,9 @@ class _Restricted:
         return str(self._op)
 
 
-def _elemwise_loop(loop, outs, out_ctypes, shape):
-    """The loop over ``shape`` writing the Composite's outputs into ``outs`` (already allocated)."""
+def _elemwise_loop(loop, outs, out_ctypes, shape, bounded=False):
+    """The loop over ``shape`` writing the Composite's outputs into ``outs`` (already allocated);
+    ``bounded``: only over the chunk [lo, hi) of a threaded loop."""
     comp, nd = loop.comp, loop.nd
     inner = loop.input_strides()
     for k, out in enumerate(outs):
@@ -363,9 +439,9 @@ def _elemwise_loop(loop, outs, out_ctypes, shape):
             s = loop.last_stride("ost", k)
             block.append("if (%s != 1)" % s)
             block.append("    for (j = 0; j < m; ++j) q%d_%d[(j0 + j) * %s] = t%d[j];" % (k, last, s, j))
-        return loop.blocks(last, block, shape)
+        return loop.blocks(last, block, shape, bounded)
 
-    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, shape)]
+    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, shape, bounded)]
     inner.append("}")
     return ["{"] + ["    " + ln for ln in inner] + ["}"]
 
@@ -423,10 +499,115 @@ def _uses_temporary(op, node):
     return np.dtype(op.accumulator_dtype()).name != np.dtype(node.outputs[0].type.dtype).name
 
 
+def _reduce_loop(op, loop, ins, out, at, ct, bounded=False):
+    """The loop folding the Composite's values into ``acc_data`` (laid out like ``out``: C order,
+    0 strides along the reduced axes); ``bounded``: one chunk [lo, hi) of a threaded loop."""
+    comp, nd, axes = loop.comp, loop.nd, op.axis
+    kept = [d for d in range(nd) if d not in axes]
+    inner = loop.input_strides()
+    inner.append("int64_t ost[%d];" % loop.dims())
+    for d in range(nd):
+        if d in axes:
+            inner.append("ost[%d] = 0;" % d)
+        else:
+            inner.append("ost[%d] = %s.strides[%d];" % (d, out, kept.index(d)))
+    if nd == 0:
+        inner.append("ost[0] = 0;")
+    inner += loop.buffers()
+    inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
+    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
+    pointers.append((at, "q", ("ost", "acc_data")))
+    result = comp.outputs[0]
+
+    def inner_loop(last):
+        block = loop.block_body(last, {})
+        reduced_last = nd == 0 or (nd - 1) in axes
+        if reduced_last:
+            block += _block_fold(op.kind, at, "t%d" % result, "q_%d" % last)
+        else:
+            # the accumulators are contiguous along a kept last axis: a plain loop the compiler vectorises
+            block.append("{")
+            block.append("    %s *r = q_%d + j0 * ost[%d];" % (at, last, last))
+            block.append("    const %s *v = t%d;" % (ct, result))
+            block.append("    if (ost[%d] == 1)" % last)
+            block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", "v[j]"))
+            block.append("    else")
+            block.append("        for (j = 0; j < m; ++j) r[j * ost[%d]] = %s;"
+                         % (last, _combine(op.kind, "r[j * ost[%d]]" % last, "v[j]")))
+            block.append("}")
+        return loop.blocks(last, block, "shape", bounded)
+
+    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, "shape", bounded)]
+    inner.append("}")
+    return inner
+
+
+def _reduce_threaded_call(op, name, ins, out, loop, at, n_kept, sub):
+    """At the node: the loop run in chunks by the pool; when the cut axis is reduced, each chunk
+    accumulates apart (in ``<name>_part``), folded into ``acc_data`` in chunk order afterwards."""
+    nd = loop.nd
+    what = str(op).split("(")[0]
+    lines = ["/* the loop, in chunks that the pool's threads share (%s_chunk above) */" % name,
+             "%s_loop L;" % name]
+    lines += ["L.in[%d] = &%s;" % (i, x) for i, x in enumerate(ins)]
+    lines += ["L.out = &%s;" % out, "L.shape = shape;", "L.acc = acc_data;", "L.part = NULL;",
+              "L.count = ffg_size(%d, oshape);" % n_kept,
+              "L.stride = L.count + FFG_PART_GAP;",
+              "ffg_split_loop(&L.split, %d, shape, %d, %s, %s, L.count);"
+              % (nd, loop.block, threads_c.mask(range(nd)), threads_c.mask(op.axis)),
+              "if (L.split.partial && L.split.n > 1) {",
+              "    if ((uint64_t)L.stride > (uint64_t)(SIZE_MAX / sizeof(%s) / (size_t)L.split.n)" % at,
+              "        || (%s_part = ffg_malloc(%s, (size_t)L.stride * (size_t)L.split.n * sizeof(%s))) == NULL) {"
+              % (name, sub["allocator"], at),
+              '        ffg_set_error(%s, FFG_ERR_NOMEM, -1, "%s: could not allocate %%lld accumulators per thread", '
+              '(long long)L.count);' % (sub["err"], what),
+              "        %s" % sub["fail"],
+              "    }",
+              "    L.part = (%s *)%s_part;" % (at, name),
+              "}"]
+    lines += threads_c.run_chunks(name, "L", sub)
+    lines += ["if (L.split.partial && L.split.n > 1) {",
+              "    /* the chunks' accumulators, folded in chunk order (the same order whichever threads ran them) */",
+              "    int c;",
+              "    int64_t e;",
+              "    for (c = 0; c < L.split.n; ++c) {",
+              "        const %s *pc = L.part + c * L.stride;" % at,
+              "        for (e = 0; e < L.count; ++e)",
+              "            acc_data[e] = %s;" % _combine(op.kind, "acc_data[e]", "pc[e]"),
+              "    }",
+              "}"]
+    return lines
+
+
+def _reduce_chunk_function(op, node, name):
+    comp = op.composite
+    nd = node.inputs[0].ndim
+    at = c_element_type(op.accumulator_dtype())
+    ct = c_element_type(node.outputs[0].type.dtype)
+    ins = ["(*L->in[%d])" % i for i in range(comp.nin)]
+    loop = _Loop(op, node, ins, dict(err="err", fail="return -1;"))
+    lines = _chunk_header(name, str(op), ["const ffg_array *in[%d];" % comp.nin,
+                                          "ffg_array *out;",
+                                          "%s *acc;       /* the accumulators, laid out like out */" % at,
+                                          "%s *part;      /* when the cut axis is reduced: each chunk's, "
+                                          "count of them every stride */" % at,
+                                          "int64_t count, stride;"])
+    body = ["%s *acc_data = L->acc;   /* when the cut axis is kept: chunks write apart */" % at]
+    body += threads_c.bounded(nd, "shape") + threads_c.chunk_bounds("L", "shape")
+    body += ["if (L->split.partial && L->split.n > 1) {",
+             "    int64_t e;",
+             "    acc_data = L->part + chunk * L->stride;",
+             "    for (e = 0; e < L->count; ++e)",
+             "        acc_data[e] = %s;" % _IDENTITY[op.kind],
+             "}"]
+    body += _reduce_loop(op, loop, ins, "(*L->out)", at, ct, bounded=True)
+    body += ["(void)err;", "return 0;"]
+    return "\n".join(lines + ["    " + ln for ln in body] + ["}"])
+
+
 def fused_reduce_c_code(op, node, name, ins, outs, sub):
     from ffigraph.tensor.reduce_c import finish_value
 
-    comp = op.composite
     (out,) = outs
     loop = _Loop(op, node, ins, sub)
     nd, axes = loop.nd, op.axis
@@ -470,41 +651,12 @@ def fused_reduce_c_code(op, node, name, ins, outs, sub):
         lines.append("    acc_data = (%s *)%s.data;" % (at, out))
     lines.append("    for (e = 0; e < count; ++e) acc_data[e] = %s;" % _IDENTITY[op.kind])
     lines.append("}")
-    inner = loop.input_strides()
-    inner.append("int64_t ost[%d];" % loop.dims())
-    for d in range(nd):
-        if d in axes:
-            inner.append("ost[%d] = 0;" % d)
-        else:
-            inner.append("ost[%d] = %s.strides[%d];" % (d, out, kept.index(d)))
-    if nd == 0:
-        inner.append("ost[0] = 0;")
-    inner += loop.buffers()
-    inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
-    pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
-    pointers.append((at, "q", ("ost", "acc_data")))
-    result = comp.outputs[0]
-
-    def inner_loop(last):
-        block = loop.block_body(last, {})
-        reduced_last = nd == 0 or (nd - 1) in axes
-        if reduced_last:
-            block += _block_fold(op.kind, at, "t%d" % result, "q_%d" % last)
-        else:
-            # the accumulators are contiguous along a kept last axis: a plain loop the compiler vectorises
-            block.append("{")
-            block.append("    %s *r = q_%d + j0 * ost[%d];" % (at, last, last))
-            block.append("    const %s *v = t%d;" % (ct, result))
-            block.append("    if (ost[%d] == 1)" % last)
-            block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", "v[j]"))
-            block.append("    else")
-            block.append("        for (j = 0; j < m; ++j) r[j * ost[%d]] = %s;"
-                         % (last, _combine(op.kind, "r[j * ost[%d]]" % last, "v[j]")))
-            block.append("}")
-        return loop.blocks(last, block)
-
-    inner += ["    " + ln for ln in loop.nest(pointers, inner_loop)]
-    inner.append("}")
+    if _threaded(node):
+        lines.insert(0, "void *%s_part = NULL;   /* the chunks' accumulators when the cut axis is reduced "
+                        "(threads_c); released by the cleanup */" % name)
+        inner = _reduce_threaded_call(op, name, ins, out, loop, at, len(kept), sub)
+    else:
+        inner = _reduce_loop(op, loop, ins, out, at, ct)
     if op.kind == "mean" or temporary:
         inner.append("{")
         inner.append("    /* the output values: %s */" % ("each sum over the count" if op.kind == "mean"
@@ -522,6 +674,11 @@ def fused_reduce_c_code(op, node, name, ins, outs, sub):
 
 
 def fused_reduce_c_cleanup(op, node, name, sub):
-    if not _uses_temporary(op, node):
-        return ""
-    return "ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */" % (sub["allocator"], name)
+    lines = []
+    if _uses_temporary(op, node):
+        lines.append("ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */"
+                     % (sub["allocator"], name))
+    if _threaded(node):
+        lines.append("ffg_release(%s, %s_part);   /* the chunks' accumulators (NULL when never allocated) */"
+                     % (sub["allocator"], name))
+    return "\n".join(lines)

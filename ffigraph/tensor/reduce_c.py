@@ -38,6 +38,7 @@ import numpy as np
 
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.c_table import c_cast
+from ffigraph.tensor import threads_c
 from ffigraph.tensor.ctype import C_ELEMENT_TYPES, c_element_type, c_number
 
 VERSION = (1,)
@@ -445,14 +446,28 @@ def _generate(op, node, name, x, out, sub):
     c.add("if (ffg_alloc_array(&%s, %d, out_shape, sizeof(%s), %s, %s))" % (out, nk, OT, sub["allocator"], sub["err"]))
     c.add("    " + sub["fail"])
 
+    threaded = _threaded(node)
     if _into_output(plan):
-        _body_into_output(c, plan, name, x, out, axes, kept, sub)
+        _body_into_output(c, plan, name, x, out, axes, kept, sub, threaded)
+    elif threaded:
+        _run_per_output_chunks(c, plan, name, x, out, axes, kept, sub)
     else:
         _body_per_output(c, plan, x, out, axes, kept)
+    if threaded:
+        # first, so that every fail path (and the cleanup after it) sees them initialised
+        c.lines[:0] = ["void *%s_part = NULL;   /* the chunks' accumulators when a reduced axis is cut "
+                       "(threads_c); released by the cleanup */" % name]
+        if plan.is_arg:
+            c.lines[:0] = ["void *%s_part_idx = NULL;   /* and their indices */" % name]
     return c.text()
 
 
-def _body_into_output(c, plan, name, x, out, axes, kept, sub):
+def _threaded(node):
+    """Whether the reduction's loops may be split over threads (threads_c)."""
+    return threads_c.worth_threads(node.inputs[0].type.shape)
+
+
+def _body_into_output(c, plan, name, x, out, axes, kept, sub, threaded=False):
     """The last axis is kept: walk the input in C order (memory order for C-contiguous data) and
     fold each element into its output slot, the output being the accumulator (or, when the output
     has another dtype, a temporary of accumulators laid out like it). The inner loop runs along
@@ -480,32 +495,13 @@ def _body_into_output(c, plan, name, x, out, axes, kept, sub):
         c.add("%s *pa = po;" % AT)
     c.add("for (j = 0; j < size; ++j)")
     c.add("    pa[j] = %s;" % plan.init)
-    # an empty input adds nothing; its other axes may be huge (walking them would take forever)
-    c.open("if (ffg_size(%d, %s.shape) > 0) {" % (nd, x))
-    ibase, obase = "px", "pa"
-    for d in range(nd - 1):
-        c.open("{")
-        c.add("int64_t i%d;   /* %s axis */" % (d, "kept" if d in kept else "reduced"))
-        c.open("for (i%d = 0; i%d < %s.shape[%d]; ++i%d) {" % (d, d, x, d, d))
-        c.add("const %s *px%d = %s + i%d * %s.strides[%d];" % (IT, d, ibase, d, x, d))
-        ibase = "px%d" % d
-        if d in kept:
-            c.add("%s *pa%d = %s + i%d * %s.strides[%d];" % (AT, d, obase, d, out, kept.index(d)))
-            obase = "pa%d" % d
-    c.open("{")
-    c.add("const int64_t n = %s.shape[%d], s = %s.strides[%d];" % (x, nd - 1, x, nd - 1))
-    c.add("int64_t i;")
-    c.open("if (s == 1) {   /* contiguous: plain indexing the compiler can vectorise */")
-    _fold_loop(c, plan, "%s[i]" % ibase, "%s[i]" % obase)
-    c.close("} else {")
-    c.level += 1
-    _fold_loop(c, plan, "%s[i * s]" % ibase, "%s[i]" % obase)
-    c.close("}")
-    c.close("}")
-    for d in range(nd - 1):
+    if threaded:
+        _run_into_output_chunks(c, plan, name, x, out, sub)
+    else:
+        # an empty input adds nothing; its other axes may be huge (walking them would take forever)
+        c.open("if (ffg_size(%d, %s.shape) > 0) {" % (nd, x))
+        _walk_into_output(c, plan, x, out, kept, "px", "pa")
         c.close("}")
-        c.close("}")
-    c.close("}")
     if temporary or plan.kind == "mean":
         c.add("/* the output values: %s */" % ("the accumulators converted to %s" % plan.out_dtype
                                                 if plan.kind != "mean" else "each sum over the count"))
@@ -514,12 +510,156 @@ def _body_into_output(c, plan, name, x, out, axes, kept, sub):
     c.close("}")
 
 
+def _walk_into_output(c, plan, x, out, kept, ibase, obase, bounded=False):
+    """The loops of ``_body_into_output`` over the input, in C order, folding each element into its
+    accumulator (``obase``, laid out like ``out``); ``bounded``: over one chunk [lo, hi) of a
+    threaded loop."""
+    nd = plan.ndim
+    IT, AT = plan.in_ctype, plan.acc_ctype
+    for d in range(nd - 1):
+        c.open("{")
+        c.add("int64_t i%d;   /* %s axis */" % (d, "kept" if d in kept else "reduced"))
+        if bounded:
+            c.open("for (i%d = lo[%d]; i%d < hi[%d]; ++i%d) {" % (d, d, d, d, d))
+        else:
+            c.open("for (i%d = 0; i%d < %s.shape[%d]; ++i%d) {" % (d, d, x, d, d))
+        c.add("const %s *px%d = %s + i%d * %s.strides[%d];" % (IT, d, ibase, d, x, d))
+        ibase = "px%d" % d
+        if d in kept:
+            c.add("%s *pa%d = %s + i%d * %s.strides[%d];" % (AT, d, obase, d, out, kept.index(d)))
+            obase = "pa%d" % d
+    c.open("{")
+    n = "hi[%d]" % (nd - 1) if bounded else "%s.shape[%d]" % (x, nd - 1)
+    c.add("const int64_t n = %s, s = %s.strides[%d];" % (n, x, nd - 1))
+    c.add("int64_t i;")
+    start = "lo[%d]" % (nd - 1) if bounded else "0"
+    c.open("if (s == 1) {   /* contiguous: plain indexing the compiler can vectorise */")
+    _fold_loop(c, plan, "%s[i]" % ibase, "%s[i]" % obase, start)
+    c.close("} else {")
+    c.level += 1
+    _fold_loop(c, plan, "%s[i * s]" % ibase, "%s[i]" % obase, start)
+    c.close("}")
+    c.close("}")
+    for d in range(nd - 1):
+        c.close("}")
+        c.close("}")
+
+
+def _run_into_output_chunks(c, plan, name, x, out, sub):
+    """At the node: ``_body_into_output``'s walk in chunks run by the pool (threads_c). When the cut
+    axis is reduced, chunks after the first fold into accumulators of their own (``<name>_part``),
+    folded into ``pa`` in chunk order afterwards."""
+    AT = plan.acc_ctype
+    c.add("/* the walk, in chunks that the pool's threads share (%s_chunk above) */" % name)
+    c.open("{")
+    c.add("%s_loop L;" % name)
+    c.add("L.x = &%s;" % x)
+    c.add("L.out = &%s;" % out)
+    c.add("L.acc = pa;")
+    c.add("L.part = NULL;")
+    c.add("L.count = size;")
+    c.add("L.stride = size + FFG_PART_GAP;")
+    c.add("ffg_split_loop(&L.split, %d, %s.shape, 1, %s, %s, size);"
+          % (plan.ndim, x, threads_c.mask(range(plan.ndim)), threads_c.mask(plan.axes)))
+    _alloc_parts(c, plan, name, sub, idx=False)
+    c.add("L.part = (%s *)%s_part;" % (AT, name))
+    c.add(*threads_c.run_chunks(name, "L", sub))
+    c.open("if (L.split.partial && L.split.n > 1) {")
+    c.add("/* the chunks' accumulators, folded in chunk order (whichever threads ran them) */")
+    c.add("int ch;")
+    c.open("for (ch = 0; ch < L.split.n; ++ch) {")
+    c.add("const %s *pc = L.part + ch * L.stride;" % AT)
+    c.open("for (j = 0; j < size; ++j) {")
+    _combine_into(c, plan, "pa[j]", "pc[j]")
+    c.close("}")
+    c.close("}")
+    c.close("}")
+    c.close("}")
+
+
+def _alloc_parts(c, plan, name, sub, idx):
+    """C: when the cut axis is reduced, allocate ``L.stride`` accumulators per chunk (and, for
+    argmax/argmin, as many indices) in ``<name>_part`` (``<name>_part_idx``), released by the cleanup."""
+    c.open("if (L.split.partial && L.split.n > 1) {")
+    blocks = [("%s_part" % name, plan.acc_ctype)] + ([("%s_part_idx" % name, "int64_t")] if idx else [])
+    for var, ctype in blocks:
+        c.open("if ((uint64_t)L.stride > (uint64_t)(SIZE_MAX / sizeof(%s) / (size_t)L.split.n)" % ctype)
+        c.add("    || (%s = ffg_malloc(%s, (size_t)L.stride * (size_t)L.split.n * sizeof(%s))) == NULL) {"
+              % (var, sub["allocator"], ctype))
+        c.add('ffg_set_error(%s, FFG_ERR_NOMEM, -1, "%s: could not allocate %%lld accumulators per thread", '
+              '(long long)L.count);' % (sub["err"], _c_format_literal(plan_op_name(plan))))
+        c.add(sub["fail"])
+        c.close("}")
+    c.close("}")
+
+
+def _combine_into(c, plan, acc, value):
+    """Fold the accumulated ``value`` into the accumulator ``acc`` (not for argmax/argmin): the
+    kind's own update, a sum adding, a max keeping the larger or the NaN."""
+    c.open("{")
+    c.add("%s acc = %s;" % (plan.acc_ctype, acc))
+    c.add("const %s v = %s;" % (plan.value_ctype, value))
+    c.add(*plan.update)
+    c.add("%s = acc;" % acc)
+    c.close("}")
+
+
+def _into_output_chunk_function(plan, name):
+    """``<name>_chunk``: ``_body_into_output``'s walk over one chunk (threads_c)."""
+    IT, AT = plan.in_ctype, plan.acc_ctype
+    nd = plan.ndim
+    kept = [a for a in range(nd) if a not in plan.axes]
+    c = _Lines()
+    _chunk_function_head(c, plan, name, "its walk over one chunk", [
+        "%s *acc;     /* the accumulators, laid out like out (when the cut axis is kept) */" % AT,
+        "%s *part;    /* when it is reduced: each chunk's, count of them every stride */" % AT,
+        "int64_t count, stride;",
+    ], [
+        "const %s *px = (const %s *)L->x->data;" % (IT, IT),
+        "%s *pa = L->acc;" % AT,
+    ])
+    c.open("if (L->split.partial && L->split.n > 1) {")
+    c.add("int64_t e;")
+    c.add("pa = L->part + chunk * L->stride;")
+    c.add("for (e = 0; e < L->count; ++e)")
+    c.add("    pa[e] = %s;" % plan.init)
+    c.close("}")
+    c.open("if (ffg_size(%d, shape) > 0) {" % nd)
+    _walk_into_output(c, plan, "(*L->x)", "(*L->out)", kept, "px", "pa", bounded=True)
+    c.close("}")
+    c.add("(void)err;")
+    c.add("return 0;")
+    c.close("}")
+    return c.text()
+
+
+def _chunk_function_head(c, plan, name, what, fields, locals_):
+    """The start of ``<name>_chunk`` (threads_c): the struct ``<name>_loop`` the caller fills (the
+    input, the output, ``fields``, the split), then the function's first lines: its context,
+    ``locals_`` and this chunk's bounds (``lo``/``hi`` per axis)."""
+    c.add("/* %s: %s -- %s (threads_c) */" % (name, plan_op_name(plan), what))
+    c.open("typedef struct %s_loop {" % name)
+    c.add("const ffg_array *x;")
+    c.add("ffg_array *out;")
+    c.add(*fields)
+    c.add("ffg_split split;")
+    c.close("} %s_loop;" % name)
+    c.add("")
+    c.add("static int %s_chunk(void *ctx, int chunk, FfgError *err)" % name)
+    c.open("{")
+    c.add("const %s_loop *L = (const %s_loop *)ctx;" % (name, name))
+    c.add("const int64_t *shape = L->x->shape;")
+    c.add(*locals_)
+    c.add(*threads_c.bounded(plan.ndim, "shape"))
+    c.add(*threads_c.chunk_bounds("L", "shape"))
+
+
 def plan_op_name(plan):
     return "%s{axis=%s}" % (plan.kind.capitalize(), ",".join(map(str, plan.axes)))
 
 
-def _fold_loop(c, plan, src, dst):
-    c.open("for (i = 0; i < n; ++i) {")
+def _fold_loop(c, plan, src, dst, start="0"):
+    c.open("for (i = %s; i < n; ++i) {" % start)
     c.add("%s acc = %s;" % (plan.acc_ctype, dst))
     c.add("const %s v = %s;" % (plan.value_ctype, plan.load(src)))
     c.add(*plan.update)
@@ -527,11 +667,22 @@ def _fold_loop(c, plan, src, dst):
     c.close("}")
 
 
-def _body_per_output(c, plan, x, out, axes, kept):
-    """For each output element (kept axes in C order), loop over the reduced axes."""
+def _body_per_output(c, plan, x, out, axes, kept, bounded=False):
+    """For each output element (kept axes in C order), loop over the reduced axes. ``bounded``: one
+    chunk [lo, hi) of a threaded loop, cut along the first kept axis (its outputs are one run of the
+    C-contiguous output) or the first reduced axis (then each output's accumulator, and index, is
+    stored raw in the chunk's part of ``L->part``, for the node to combine)."""
     IT, OT = plan.in_ctype, plan.out_ctype
     c.open("{")
-    c.add("%s *po = (%s *)%s.data;   /* the output, written in C order */" % (OT, OT, out))
+    if bounded:
+        c.add("%s *po = (%s *)%s.data%s;   /* this chunk's outputs, written in C order */"
+              % (OT, OT, out, " + lo[%d] * %s.strides[0]" % (kept[0], out) if kept else ""))
+        c.add("%s *pp = L->part ? L->part + chunk * L->stride : NULL;   /* or their raw accumulators */"
+              % plan.acc_ctype)
+        if plan.is_arg:
+            c.add("int64_t *pi = L->part_idx ? L->part_idx + chunk * L->stride : NULL;")
+    else:
+        c.add("%s *po = (%s *)%s.data;   /* the output, written in C order */" % (OT, OT, out))
     c.add("const %s *px = (const %s *)%s.data;" % (IT, IT, x))
     # an empty input: every output element is the initial value (no walk of its reduced axes,
     # which may be huge, nor a product of their lengths, which may overflow)
@@ -548,7 +699,10 @@ def _body_per_output(c, plan, x, out, axes, kept):
     for a in kept:
         c.open("{")
         c.add("int64_t k%d;" % a)
-        c.open("for (k%d = 0; k%d < %s.shape[%d]; ++k%d) {" % (a, a, x, a, a))
+        if bounded:
+            c.open("for (k%d = lo[%d]; k%d < hi[%d]; ++k%d) {" % (a, a, a, a, a))
+        else:
+            c.open("for (k%d = 0; k%d < %s.shape[%d]; ++k%d) {" % (a, a, x, a, a))
         c.add("const %s *pk%d = %s + k%d * %s.strides[%d];" % (IT, a, base, a, x, a))
         base = "pk%d" % a
 
@@ -556,7 +710,11 @@ def _body_per_output(c, plan, x, out, axes, kept):
     c.add("%s acc = %s;" % (plan.acc_ctype, plan.init))
     if plan.is_arg:
         c.add("int64_t idx = 0;   /* index of acc in C order over the reduced axes */")
-        c.add("int64_t k = 0;     /* index of the current element, likewise */")
+        if bounded and axes:
+            c.add("int64_t k = lo[%d]%s;   /* index of the current element, likewise */"
+                  % (axes[0], "".join(" * %s.shape[%d]" % (x, a) for a in axes[1:])))
+        else:
+            c.add("int64_t k = 0;     /* index of the current element, likewise */")
     if not axes:
         c.add("/* no reduced axes: the element itself */")
         c.open("{")
@@ -565,25 +723,109 @@ def _body_per_output(c, plan, x, out, axes, kept):
         c.close("}")
     elif collapsible:
         count = " * ".join("%s.shape[%d]" % (x, a) for a in axes)
+        run = base
+        if bounded:
+            count = " * ".join(["(hi[%d] - lo[%d])" % (axes[0], axes[0])]
+                               + ["%s.shape[%d]" % (x, a) for a in axes[1:]])
+            run = "(%s + lo[%d] * %s.strides[%d])" % (base, axes[0], x, axes[0])
         c.open("if (x_empty) {")
         c.add("/* nothing to fold */")
         c.close("} else if (merged) {")
         c.level += 1
-        _inner_loop(c, plan, base, count, "%s.strides[%d]" % (x, axes[-1]))
+        _inner_loop(c, plan, run, count, "%s.strides[%d]" % (x, axes[-1]))
         c.close("} else {")
         c.level += 1
-        _reduced_loops(c, plan, x, axes, base)
+        _reduced_loops(c, plan, x, axes, base, bounded)
         c.close("}")
     else:
         c.open("if (!x_empty) {")
-        _reduced_loops(c, plan, x, axes, base)
+        _reduced_loops(c, plan, x, axes, base, bounded)
         c.close("}")
-    c.add("*po++ = %s;" % plan.finish)
+    if bounded:
+        c.open("if (pp) {")
+        c.add("*pp++ = acc;")
+        if plan.is_arg:
+            c.add("*pi++ = idx;")
+        c.close("} else {")
+        c.add("    *po++ = %s;" % plan.finish)
+        c.add("}")
+    else:
+        c.add("*po++ = %s;" % plan.finish)
 
     for a in reversed(kept):
         c.close("}")
         c.close("}")
     c.close("}")
+
+
+def _run_per_output_chunks(c, plan, name, x, out, axes, kept, sub):
+    """At the node: ``_body_per_output`` in chunks run by the pool (threads_c). Cut along the first
+    reduced axis, every chunk leaves its raw accumulators (and indices) in ``<name>_part``; they are
+    combined here in chunk order, then finished into the output."""
+    AT, OT = plan.acc_ctype, plan.out_ctype
+    cuttable = kept[:1] + list(axes[:1])
+    c.add("/* the loops, in chunks that the pool's threads share (%s_chunk above) */" % name)
+    c.open("{")
+    c.add("%s_loop L;" % name)
+    c.add("L.x = &%s;" % x)
+    c.add("L.out = &%s;" % out)
+    c.add("L.part = NULL;")
+    c.add("L.part_idx = NULL;")
+    c.add("L.count = ffg_size(%d, %s.shape);" % (len(kept), out))
+    c.add("L.stride = L.count + FFG_PART_GAP;")
+    c.add("L.n_mean = %s;" % ("count" if plan.kind == "mean" else "0"))
+    c.add("ffg_split_loop(&L.split, %d, %s.shape, 1, %s, %s, L.count);"
+          % (plan.ndim, x, threads_c.mask(cuttable), threads_c.mask(axes[:1])))
+    _alloc_parts(c, plan, name, sub, idx=plan.is_arg)
+    c.add("L.part = (%s *)%s_part;" % (AT, name))
+    if plan.is_arg:
+        c.add("L.part_idx = (int64_t *)%s_part_idx;" % name)
+    c.add(*threads_c.run_chunks(name, "L", sub))
+    c.open("if (L.split.partial && L.split.n > 1) {")
+    c.add("/* each output: the chunks' accumulators combined in chunk order (whichever threads ran them) */")
+    c.add("%s *po = (%s *)%s.data;" % (OT, OT, out))
+    c.add("int64_t e;")
+    c.add("int ch;")
+    c.open("for (e = 0; e < L.count; ++e) {")
+    c.add("%s acc = L.part[e];" % AT)
+    if plan.is_arg:
+        c.add("int64_t idx = L.part_idx[e];")
+    c.open("for (ch = 1; ch < L.split.n; ++ch) {")
+    c.add("const %s v = L.part[ch * L.stride + e];" % plan.value_ctype)
+    if plan.is_arg:
+        dt = np.dtype(plan.in_dtype)
+        cmp = ">" if plan.kind == "argmax" else "<"
+        better = "(v %s acc)" % cmp if dt.kind != "f" else "((v %s acc) | ((v != v) & (acc == acc)))" % cmp
+        c.open("if (%s) {   /* strictly better: the first occurrence (a first NaN) wins */" % better)
+        c.add("acc = v;")
+        c.add("idx = L.part_idx[ch * L.stride + e];")
+        c.close("}")
+    else:
+        c.add(*plan.update)
+    c.close("}")
+    c.add("po[e] = %s;" % plan.finish)
+    c.close("}")
+    c.close("}")
+    c.close("}")
+
+
+def _per_output_chunk_function(plan, name):
+    """``<name>_chunk``: ``_body_per_output`` over one chunk (threads_c)."""
+    nd = plan.ndim
+    kept = [a for a in range(nd) if a not in plan.axes]
+    c = _Lines()
+    _chunk_function_head(c, plan, name, "its loops over one chunk", [
+        "%s *part;         /* the cut axis is reduced: every chunk's raw accumulators, count of them "
+        "every stride */" % plan.acc_ctype,
+        "int64_t *part_idx;   /* and their indices (argmax, argmin) */",
+        "int64_t count, stride;   /* output elements; accumulators per chunk */",
+        "int64_t n_mean;      /* a mean: the elements each is over */",
+    ], ["const int64_t count = L->n_mean;"] if plan.kind == "mean" else [])
+    _body_per_output(c, plan, "(*L->x)", "(*L->out)", plan.axes, kept, bounded=True)
+    c.add("(void)err;")
+    c.add("return 0;")
+    c.close("}")
+    return c.text()
 
 
 def _describe_axes(axes):
@@ -594,18 +836,26 @@ def _describe_axes(axes):
     return "axes (%s)" % ", ".join(map(str, axes))
 
 
-def _reduced_loops(c, plan, x, axes, base):
-    """Nested loops over the reduced axes (C order); the last one is the inner loop."""
+def _reduced_loops(c, plan, x, axes, base, bounded=False):
+    """Nested loops over the reduced axes (C order); the last one is the inner loop. ``bounded``:
+    each over [lo, hi) (a chunk of a threaded loop)."""
     depth = 0
     for a in axes[:-1]:
         c.open("{")
         c.add("int64_t r%d;" % a)
-        c.open("for (r%d = 0; r%d < %s.shape[%d]; ++r%d) {" % (a, a, x, a, a))
+        if bounded:
+            c.open("for (r%d = lo[%d]; r%d < hi[%d]; ++r%d) {" % (a, a, a, a, a))
+        else:
+            c.open("for (r%d = 0; r%d < %s.shape[%d]; ++r%d) {" % (a, a, x, a, a))
         c.add("const %s *pr%d = %s + r%d * %s.strides[%d];" % (plan.in_ctype, a, base, a, x, a))
         base = "pr%d" % a
         depth += 1
     last = axes[-1]
-    _inner_loop(c, plan, base, "%s.shape[%d]" % (x, last), "%s.strides[%d]" % (x, last))
+    if bounded:
+        _inner_loop(c, plan, "(%s + lo[%d] * %s.strides[%d])" % (base, last, x, last),
+                    "(hi[%d] - lo[%d])" % (last, last), "%s.strides[%d]" % (x, last))
+    else:
+        _inner_loop(c, plan, base, "%s.shape[%d]" % (x, last), "%s.strides[%d]" % (x, last))
     for _ in range(depth):
         c.close("}")
         c.close("}")
@@ -650,27 +900,47 @@ def c_code(op, node, name, inputs, outputs, sub):
 
 
 def c_code_cleanup(op, node, name, inputs, outputs, sub):
-    if not _uses_temporary(_Plan(op, node)):
-        return ""
-    return "ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */" % (sub["allocator"], name)
+    plan = _Plan(op, node)
+    lines = []
+    if _uses_temporary(plan):
+        lines.append("ffg_release(%s, %s_acc);   /* the accumulators (NULL when never allocated) */"
+                     % (sub["allocator"], name))
+    if _threaded(node):
+        lines.append("ffg_release(%s, %s_part);   /* the chunks' accumulators (NULL when never allocated) */"
+                     % (sub["allocator"], name))
+        if plan.is_arg:
+            lines.append("ffg_release(%s, %s_part_idx);" % (sub["allocator"], name))
+    return "\n".join(lines)
 
 
 def c_support_code_apply(op, node, name):
     plan = _Plan(op, node)
+    parts = []
     if plan.pairwise is not None:
-        return _pairwise_helper(plan.pairwise, plan.in_dtype, plan.acc_dtype)
-    if plan.is_arg:
+        parts.append(_pairwise_helper(plan.pairwise, plan.in_dtype, plan.acc_dtype))
+    elif plan.is_arg:
         kind = plan.kind[3:]
         # each helper has an include guard: another node may paste the same max/min helper
-        return "%s\n\n%s" % (_lanes_helper("ffg_reduce_%s_%s" % (kind, plan.in_dtype), kind, plan.in_dtype),
-                             _arg_helper(plan.lanes, plan.kind, plan.in_dtype, plan.init))
-    if plan.lanes is not None:
-        return _lanes_helper(plan.lanes, plan.kind, plan.in_dtype)
-    return ""
+        parts += [_lanes_helper("ffg_reduce_%s_%s" % (kind, plan.in_dtype), kind, plan.in_dtype),
+                  _arg_helper(plan.lanes, plan.kind, plan.in_dtype, plan.init)]
+    elif plan.lanes is not None:
+        parts.append(_lanes_helper(plan.lanes, plan.kind, plan.in_dtype))
+    if _threaded(node):
+        chunk = _into_output_chunk_function if _into_output(plan) else _per_output_chunk_function
+        parts.append(chunk(plan, name))
+    return "\n\n".join(parts)
+
+
+def c_support_code(op):
+    return threads_c.pool_support_code()
 
 
 def c_headers(op):
     return ["<math.h>"]
+
+
+def c_compile_args(op):
+    return threads_c.compile_args()
 
 
 def c_code_cache_version(op):
