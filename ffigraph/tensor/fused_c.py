@@ -211,7 +211,7 @@ class _Loop:
         out_targets: {step index: (output pointer base, output stride expr)} for steps written
         straight into an output when that output is contiguous along the loop's last axis.
         """
-        comp, B = self.comp, self.block
+        comp = self.comp
         body = ["int64_t j;"]
         for i in range(comp.nin):
             ct = self.in_ctypes[i]

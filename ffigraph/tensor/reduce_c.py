@@ -408,7 +408,7 @@ def _generate(op, node, name, x, out, sub):
     axes = plan.axes
     kept = [a for a in range(nd) if a not in axes]
     nk = len(kept)
-    IT, OT = plan.in_ctype, plan.out_ctype
+    OT = plan.out_ctype
     c = _Lines()
 
     if _uses_temporary(plan):
