@@ -84,10 +84,14 @@ def graph_source(name):
     """The generated library source of graph ``name`` (GraphSource)."""
     import ffigraph
     from ffigraph.linkers.c.linker import whole_graph_source
+    from ffigraph.tensor import blas
 
     inputs, outputs = _graphs()[name]()
     f = ffigraph.function(inputs, outputs, name="fuzz_" + name)
-    return whole_graph_source(f.maker.fgraph)
+    # the harness is a C program with no numpy loaded: link the package's OpenBLAS, not numpy's copy
+    # (numpy 1.26's needs its libgfortran, found only through numpy's own search path)
+    with blas.standalone():
+        return whole_graph_source(f.maker.fgraph)
 
 
 # ------------------------------------------------------------------ building and running
