@@ -4,7 +4,8 @@ linker, numpy (and PyTensor's C VM when ``pytensor`` is installed).
 Run: ``python bench/bench_c.py`` (add ``--quick`` for smaller sizes). Prints best-of-N
 times and ratios; nothing here is a pass/fail test.
 
-``--plot PATH.png`` also draws every workload of the run as a grouped bar chart (one bar per
+``--json PATH`` writes the same timings as ``{workload: {implementation: seconds}}`` (what
+bench/run_all.py collects). ``--plot PATH.png`` also draws every workload of the run as a grouped bar chart (one bar per
 implementation, height = time relative to numpy, each bar labelled with its absolute time, the
 machine and interpreter in the footer) with bench/plot.py, after the table is printed. It needs
 matplotlib (``pip install matplotlib``, or the ``bench`` extra); without it the table is still
@@ -116,6 +117,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, fewer repeats")
     parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args()
     if args.plot:
         import plot  # bench/ is sys.path[0] when this file is run as a script
@@ -127,6 +129,11 @@ def main():
     reduction(100000 if args.quick else 10000000)
     dot([128] if args.quick else [512, 1024])
     dot([128] if args.quick else [512, 1024], "float32")
+    if args.json:
+        import json
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s" % (impl, sys.version.split()[0], np.__version__),
+                           quick=args.quick, seconds=RESULTS), fh, indent=1)
     if args.plot:
         plot.save_or_exit(RESULTS, args.plot, "ffigraph bench_c%s: time relative to numpy"
                           % (" --quick" if args.quick else ""))

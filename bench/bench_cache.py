@@ -2,9 +2,13 @@
 compiled by two processes at once vs one after the other.
 
 Run: ``python bench/bench_cache.py``. Each measurement starts fresh Python processes; the
-time of ``function()`` is measured inside them, the whole-process time outside.
+time of ``function()`` is measured inside them, the whole-process time outside. ``--json PATH``
+also writes the times as ``{workload: {case: seconds}}`` (what bench/run_all.py collects).
 """
+import argparse
+import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -60,6 +64,10 @@ def finish(proc, start):
 
 
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
+    args = parser.parse_args()
+    seconds = {}
     impl = "PyPy" if hasattr(sys, "pypy_version_info") else "CPython"
     print("%s %s" % (impl, sys.version.split()[0]))
     for name in GRAPHS:
@@ -69,6 +77,8 @@ def main():
         warm_total, warm_fn = min(warm)
         print("%-12s cold: function() %6.3f s, process %6.3f s | warm: function() %6.1f ms, process %6.3f s"
               % (name, cold_fn, cold_total, warm_fn * 1e3, warm_total))
+        seconds["compile %s" % name] = {"cold function()": cold_fn, "cold process": cold_total,
+                                        "warm function()": warm_fn, "warm process": warm_total}
     seq_dir = tempfile.mkdtemp(prefix="ffigraph-bench-")
     t = time.perf_counter()
     for name in GRAPHS:
@@ -82,6 +92,10 @@ def main():
     parallel = time.perf_counter() - t
     print("two different graphs, cold: one after the other %.3f s, at once %.3f s (ratio %.2f)"
           % (sequential, parallel, parallel / sequential))
+    seconds["two graphs, cold"] = {"one after the other": sequential, "at once": parallel}
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s" % (impl, platform.python_version()), seconds=seconds), fh, indent=1)
 
 
 if __name__ == "__main__":

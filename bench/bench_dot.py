@@ -1,8 +1,12 @@
 """Benchmark: ffigraph's C ``dot`` against numpy's ``x @ y``, in one process.
 
     python bench/bench_dot.py [--sizes 512 1024] [--dtypes float64 float32] [--repeat 10]
-                              [--rounds 3] [--pause 0.3] [--kernel]
+                              [--rounds 3] [--pause 0.3] [--kernel] [--json PATH]
     python bench/bench_dot.py --alternate [--sizes 64 128 256 512] [--dtypes float64] ...
+
+``--json PATH`` also writes the times as ``{workload: {implementation: seconds}}`` (what
+bench/run_all.py collects; with --alternate, "numpy" and "ffigraph" are each alone and
+"numpy alternating" / "ffigraph alternating" beside them).
 
 For each dtype and n it times, best of --rounds blocks of --repeat calls each:
   numpy          ``x @ y``
@@ -45,21 +49,29 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 import ffigraph.tensor as T  # noqa: E402
 from ffigraph import Mode, function  # noqa: E402
-from ffigraph.tensor import blas, dot_c  # noqa: E402
+from ffigraph.tensor import dot_c  # noqa: E402
+
+try:
+    from ffigraph.tensor import blas  # noqa: E402
+except ImportError:  # an ffigraph from before ffigraph.tensor.blas (bench/run_all.py --compare): no --alternate
+    blas = None
 
 
 def describe_environment():
     print("interpreter : %s %s (%s)" % (platform.python_implementation(), platform.python_version(),
                                          sys.executable))
     print("numpy       : %s" % np.__version__)
-    numpy_blas = blas.numpy_blas_config()
-    if numpy_blas:
-        print("numpy BLAS  : %s %s" % (numpy_blas.get("name"), numpy_blas.get("version")))
     info = dot_c.blas_info()
-    lib = blas.library()
-    print("ffigraph    : %s" % ("no BLAS: the blocked C kernel" if lib is None else
-                                "%s %s, %s" % (lib.origin, lib.version, lib.path)))
-    print("              (%s)" % blas.why())
+    if blas is None:
+        print("ffigraph    : %s (no ffigraph.tensor.blas in this ffigraph)" % (info,))
+    else:
+        numpy_blas = blas.numpy_blas_config()
+        if numpy_blas:
+            print("numpy BLAS  : %s %s" % (numpy_blas.get("name"), numpy_blas.get("version")))
+        lib = blas.library()
+        print("ffigraph    : %s" % ("no BLAS: the blocked C kernel" if lib is None else
+                                    "%s %s, %s" % (lib.origin, lib.version, lib.path)))
+        print("              (%s)" % blas.why())
     print("cpu count   : %s" % os.cpu_count())
     try:
         print("load average: %.1f %.1f %.1f" % os.getloadavg())
@@ -101,6 +113,8 @@ def compile_dot(dtype, trust_input):
 
 
 def print_pools():
+    if blas is None:
+        return
     print("loaded OpenBLAS libraries (symbols, version, threads):")
     for path, scheme, version, threads in blas.pools():
         print("  %s  (%s, %s, %d)" % (os.path.realpath(path), scheme, version, threads))
@@ -175,6 +189,11 @@ def alternate(args):
             np_alt / np_alone, ff_alt / ff_alone))
     print("\nms: median per call of a block of %d (turns), best of %d blocks; ratio = alternating / alone "
           "(1.0: no slowdown)" % (args.repeat, args.rounds))
+    if args.json:   # "numpy"/"ffigraph": each alone; the alternating figures beside them
+        write_json(args, {"alternate %s %s n=%d" % (way, dtype, n): {
+            "numpy": best["np", "numpy"], "ffigraph": best["ff", "ffigraph"],
+            "numpy alternating": best["alt", "numpy"], "ffigraph alternating": best["alt", "ffigraph"]}
+            for way, dtype, n, best in rows})
     print()
     print_pools()
 
@@ -189,8 +208,11 @@ def main(argv=None):
     parser.add_argument("--kernel", action="store_true", help="also time the blocked C kernel (no BLAS)")
     parser.add_argument("--alternate", action="store_true",
                         help="numpy and ffigraph dots in turn vs alone, before / shared / coordinated")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args(argv)
     if args.alternate:
+        if blas is None:
+            parser.error("--alternate needs ffigraph.tensor.blas, which this ffigraph lacks")
         return alternate(args)
 
     describe_environment()
@@ -230,6 +252,21 @@ def main(argv=None):
               + "".join(" %11.3f %7.2f" % (times[nm] * 1e3, t_np / times[nm]) for nm in names))
     print("\nratio = numpy time / ffigraph time (best of %d rounds x %d calls); target >= 0.9"
           % (args.rounds, args.repeat))
+    if args.json:
+        labels = {"default": "ffigraph", "trust": "ffigraph trusted", "kernel": "ffigraph kernel"}
+        write_json(args, {"dot %s n=%d" % (dtype, n): dict({"numpy": t_np}, **{labels[k]: t for k, t in times.items()})
+                          for dtype, n, t_np, times in rows})
+
+
+def write_json(args, seconds):
+    """``{workload: {implementation: seconds}}`` and the run's settings, for bench/run_all.py."""
+    import json
+    meta = dict(machine="%s %s, numpy %s, %s" % (platform.python_implementation(), platform.python_version(),
+                                                 np.__version__, platform.machine()),
+                alternate=args.alternate, repeat=args.repeat, rounds=args.rounds, pause=args.pause,
+                blas=None if blas is None else blas.why())
+    with open(args.json, "w") as fh:
+        json.dump(dict(meta, seconds=seconds), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -289,6 +289,23 @@ def plot_results(rows):
     return results
 
 
+def write_json(path, rows, args):
+    """{workload: {implementation: seconds}} (plot_results' names, plus np.copyto/np.copy) and the run's settings."""
+    import json
+    seconds = {}
+    for r in rows:
+        timings = {name: r["t"][key] for key, name in PLOT_NAMES + [("copyto", "np.copyto"), ("copy", "np.copy")]
+                   if key in r["t"]}
+        timings["memory bound"] = r["bound"]
+        seconds["%s %s %s" % (r["workload"], r["size"], r["dtype"])] = timings
+    meta = dict(machine="%s %s, numpy %s, %s" % (platform.python_implementation(), platform.python_version(),
+                                                 np.__version__, platform.machine()),
+                quick=args.quick, repeat=args.repeat, threads=config.threads,
+                clock="cpu" if args.clock is time.process_time else "wall")
+    with open(path, "w") as fh:
+        json.dump(dict(meta, seconds=seconds), fh, indent=1)
+
+
 def verdict(ok):
     return "PASS" if ok else "MISS"
 
@@ -355,7 +372,11 @@ def main():
                         help="ffigraph.config.threads for the run (default: the CPUs this process may use)")
     parser.add_argument("--dtypes", default="float64,float32", help="comma-separated (default float64,float32)")
     parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args()
+    if not hasattr(config, "threads"):  # an ffigraph from before threaded loops (run_all.py --compare): one thread
+        object.__setattr__(config, "threads", 1)
+        object.__setattr__(config, "threads_min_size", 0)
     if args.plot:
         import plot  # bench/ is sys.path[0] when this file is run as a script
         plot.check_path(parser, args.plot)
@@ -404,6 +425,8 @@ def main():
     print_targets(rows, official=not args.quick)
     print("(timing took %.1f s; load average at start %s, at end %s: a loaded machine makes the figures noisier)"
           % (time.perf_counter() - start, load_start, load_average()))
+    if args.json:
+        write_json(args.json, rows, args)
     if args.plot:
         plot.save_or_exit(plot_results(rows), args.plot,
                           "ffigraph bench_fusion%s: time relative to numpy" % (" --quick" if args.quick else ""),

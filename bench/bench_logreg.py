@@ -16,13 +16,16 @@ this process. Each is checked first: 50 steps from w = 0, b = 0 must give numpy'
 The BLAS floor is the two matrix-vector products every step needs, ``x.dot(w)`` and
 ``x.T.dot(v)``, timed alone in numpy.
 
-One thread (OPENBLAS/OMP/MKL threads are set to 1 before numpy is imported). After a warm-up,
-each implementation's time is the best of --repeat (default 7) timings of --steps (default 200)
-steps; the rounds are interleaved (each round times every implementation once, in a rotating
-order). Times are this process's CPU time by default (time other processes take on a shared
-machine does not count; single-threaded, it equals wall time on an idle machine); ``--clock wall``
-uses wall-clock time. ``--plot PATH.png`` also draws the table as a bar chart (bench/plot.py, needs
-matplotlib) once it is printed.
+Threads: OPENBLAS/OMP/MKL threads are set to 1 before numpy is imported, so numpy and the BLAS
+run on one thread; ffigraph splits its large loops and its large BLAS calls (the two
+matrix-vector products here) over ``config.threads`` threads of its own pool (``--threads N`` sets
+it for the run; 1: everything on one thread). After a warm-up, each implementation's time is the
+best of --repeat (default 7) timings of --steps (default 200) steps; the rounds are interleaved
+(each round times every implementation once, in a rotating order). Times are wall-clock time when
+ffigraph uses threads (CPU time would add up every thread's), and this process's CPU time otherwise
+(time other processes take on a shared machine does not count; single-threaded, it equals wall
+time on an idle machine); ``--clock cpu|wall`` chooses. ``--plot PATH.png`` also draws the table
+as a bar chart (bench/plot.py, needs matplotlib) once it is printed.
 """
 import os
 
@@ -171,11 +174,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (smoke run)")
     parser.add_argument("--repeat", type=int, default=None, help="interleaved rounds, best-of (default 7, quick 3)")
     parser.add_argument("--steps", type=int, default=None, help="steps a timing (default 200, quick 50)")
-    parser.add_argument("--clock", choices=("cpu", "wall"), default="cpu",
-                        help="cpu: this process's CPU time (default; other processes on a shared machine"
-                             " do not count), wall: wall-clock time")
+    parser.add_argument("--clock", choices=("auto", "cpu", "wall"), default="auto",
+                        help="cpu: this process's CPU time (other processes on a shared machine do not count),"
+                             " wall: wall-clock time; auto (default): wall when ffigraph uses threads, else cpu")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="ffigraph.config.threads for the run (default: the CPUs this process may use)")
     parser.add_argument("--pytensor", action="store_true", help="also time the graph in PyTensor (C backend)")
     parser.add_argument("--plot", metavar="PATH.png", help="also write a bar chart of the timings (needs matplotlib)")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args(argv)
     if args.plot:
         sys.path.insert(0, HERE)  # main(argv) may be called from outside bench/
@@ -185,6 +191,16 @@ def main(argv=None):
     steps = args.steps if args.steps is not None else (50 if args.quick else 200)
     if repeat < 1 or steps < 1:
         parser.error("--repeat and --steps must be >= 1")
+    from ffigraph import config
+    if not hasattr(config, "threads"):  # an ffigraph from before threaded loops (run_all.py --compare): one thread
+        object.__setattr__(config, "threads", 1)
+        object.__setattr__(config, "threads_min_size", 0)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be >= 1")
+        config.threads = args.threads
+    if args.clock == "auto":
+        args.clock = "wall" if config.threads > 1 else "cpu"
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     x, y = lr.make_data()
@@ -197,9 +213,10 @@ def main(argv=None):
     fns["x.T.dot(v)"] = lambda: x.T.dot(v)
 
     impl = "PyPy" if hasattr(sys, "pypy_version_info") else "CPython"
-    print("%s %s, numpy %s, %s; threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1; clock: %s"
-          % (impl, sys.version.split()[0], np.__version__, platform.machine(),
-             "process CPU time" if clock is time.process_time else "wall clock"))
+    print("%s %s, numpy %s, %s; threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=1, ffigraph config.threads=%d"
+          " (loops of %d elements or more); clock: %s"
+          % (impl, sys.version.split()[0], np.__version__, platform.machine(), config.threads,
+             config.threads_min_size, "process CPU time" if clock is time.process_time else "wall clock"))
     for note in notes:
         print(note)
     print("data: %d x %d float64; best of %d interleaved rounds of %d steps, after a warm-up of %d steps"
@@ -222,6 +239,16 @@ def main(argv=None):
           " 'x BLAS floor' = time / (x.dot(w) + x.T.dot(v)).")
     print("(timing took %.1f s; load average at start %s, at end %s: a loaded machine makes the figures noisier)"
           % (time.perf_counter() - start, load_start, load_average()))
+    if args.json:
+        import json
+        timings = {name: t[name] for name in impls}
+        timings.update({"numpy " + name: t[name] for name in ("x.dot(w)", "x.T.dot(v)")})
+        timings["BLAS floor (both dots)"] = floor
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s, %s" % (impl, sys.version.split()[0], np.__version__,
+                                                            platform.machine()),
+                           quick=args.quick, repeat=repeat, steps=steps, clock=args.clock, notes=notes,
+                           seconds={"train step, %d x %d float64" % x.shape: timings}), fh, indent=1)
     if args.plot:
         # The floor is a bar of its own: how close each step gets to the two unavoidable dots.
         timings = {name: t[name] for name in impls}

@@ -1,6 +1,6 @@
 """Threads inside one call: from what loop size splitting it over threads pays (config.threads_min_size).
 
-    python bench/bench_loop_threads.py [--threads N] [--repeat R]
+    python bench/bench_loop_threads.py [--threads N] [--repeat R] [--json PATH]
 
 For a cheap and an expensive fused elementwise loop, a plain one and two sums, compiles the graph
 with config.threads = 1 and = N (default: config.threads) with no threshold (every loop is split),
@@ -12,6 +12,7 @@ and prints the one-thread time over the N-thread time per size (above 1: the thr
 Wall-clock time, best of R calls, the two functions timed alternately. The threshold
 (config.threads_min_size, default 65536 elements) is where the cheap loops stop losing when cold.
 Figures are ratios within this run; the machine may be shared, so absolute times wander.
+``--json PATH`` also writes the times, ``{"<loop> <warm|cold> n=<size>": {"1 thread": s, "N threads": s}}``.
 """
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=config.threads)
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args()
+    seconds = {}
     if args.threads < 2:
         parser.error("needs --threads >= 2 (this machine's default is %d)" % config.threads)
     x, y = T.dvector("x"), T.dvector("y")
@@ -72,7 +75,15 @@ def main():
                     t1 = min(t1, best(one, a, b, args.repeat // 3, gap))
                     tn = min(tn, best(many, a, b, args.repeat // 3, gap))
                 cells.append("%7.2fx" % (t1 / tn))
+                seconds["%s %s n=%d" % (name, label, n)] = {"1 thread": t1, "%d threads" % args.threads: tn}
             print("%-24s %-5s " % (name, label) + " ".join("%8s" % c for c in cells))
+    if args.json:
+        import json
+        import platform
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s" % (platform.python_implementation(), platform.python_version(),
+                                                        np.__version__),
+                           threads=args.threads, repeat=args.repeat, seconds=seconds), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,9 @@ time / wall time around them, expected near 1; node time / calls' time, expected
 measurements: the test keeps only what cannot depend on the machine's load (node time <= calls'
 time <= wall time).
 
-Run: ``python bench/bench_profile.py [--baseline DIR] [--rounds N]``. Nothing here is a
-pass/fail test.
+Run: ``python bench/bench_profile.py [--baseline DIR] [--rounds N] [--json PATH]``. Nothing here is a
+pass/fail test. ``--json PATH`` also writes the first table as ``{workload: {"profile off"|"profile on":
+seconds per call}}`` and the second's ratios (what bench/run_all.py collects).
 """
 import argparse
 import gc
@@ -124,16 +125,28 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", metavar="DIR", help="a checkout of ffigraph from before profiling")
     parser.add_argument("--rounds", type=int, default=4, help="alternating child runs per checkout (default 4)")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args(argv)
 
     print("profile on vs off, one process (best of %d, interleaved):" % REPEAT)
-    for name, t in time_here([False, True]).items():
+    here = time_here([False, True])
+    for name, t in here.items():
         print("  %-28s off %s   on %s   on/off %.3f" % (name, fmt(t["False"]), fmt(t["True"]),
                                                        t["True"] / t["False"]))
     print("\nprofile totals vs the wall time around 10 calls, exp(x)*y + x and sum, 600x800:")
-    for linker, (calls_wall, nodes_calls, shares) in totals_vs_wall().items():
+    totals = totals_vs_wall()
+    for linker, (calls_wall, nodes_calls, shares) in totals.items():
         print("  linker %-5s calls/wall %.3f   nodes/calls %.3f   node shares summed %.3f"
               % (linker, calls_wall, nodes_calls, shares))
+    if args.json:
+        import platform
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s" % (platform.python_implementation(), platform.python_version(),
+                                                        np.__version__),
+                           ratios={linker: dict(zip(("calls/wall", "nodes/calls", "node shares summed"), r))
+                                   for linker, r in totals.items()},
+                           seconds={name: {"profile off": t["False"], "profile on": t["True"]}
+                                    for name, t in here.items()}), fh, indent=1)
     if not args.baseline:
         return
     print("\nprofile off here vs %s (child processes, alternating, %d rounds):" % (args.baseline, args.rounds))

@@ -1,6 +1,6 @@
 """Threads: what the per-function lock costs, and what parallelism it leaves.
 
-    PYTHONPATH=. python3 bench/bench_threads.py [--calls N]
+    PYTHONPATH=. python3 bench/bench_threads.py [--calls N] [--json PATH]
 
 Prints, in one run on one machine:
   * the cost of the lock per call: the lock's own acquire/release sequence, and a trusted
@@ -10,6 +10,7 @@ Prints, in one run on one machine:
     (they overlap: the C call releases the GIL), and one function from two threads (its
     calls take turns by design).
 Figures are ratios within this run; the machine is shared, so absolute times wander.
+``--json PATH`` also writes the lock's and the overlap's times as ``{workload: {case: seconds}}``.
 """
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ def lock_cost(number):
           % (t_with * 1e9, (t_with - t_without) * 1e9, 100 * (t_with / t_without - 1)))
     print("  default call (filtering inputs), with lock    %7.0f ns   (lock = %.1f%% of it)"
           % (t_default * 1e9, 100 * t_lock / t_default))
+    return {"lock statements alone": t_lock, "trusted without the lock": t_without,
+            "trusted with the lock": t_with, "default with the lock": t_default}
 
 
 def threads_by_calls(n_threads, calls):
@@ -121,17 +124,29 @@ def parallel_ratio(size, rounds):
           % (two_functions, sequential / two_functions))
     print("  f and f from two threads       %.3f s   speed-up %.2fx (one function's calls take turns)"
           % (one_function, sequential / one_function))
+    return {"one after the other": sequential, "f and g from two threads": two_functions,
+            "f and f from two threads": one_function}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per thread in the threads x calls run")
+    parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args()
-    lock_cost(20000)
+    lock = lock_cost(20000)
     print()
     wrong = threads_by_calls(8, args.calls)
     print()
-    parallel_ratio(2_000_000, 10)
+    overlap = parallel_ratio(2_000_000, 10)
+    if args.json:
+        import json
+        import platform
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s" % (platform.python_implementation(), platform.python_version(),
+                                                        np.__version__),
+                           calls=args.calls, wrong=wrong,
+                           seconds={"x+y 1 elem, per call": lock,
+                                    "exp(sin(x)*2+cos(x)).sum() 2e6, 10 calls a thread": overlap}), fh, indent=1)
     raise SystemExit(1 if wrong else 0)
 
 

@@ -1,12 +1,13 @@
 """What recording node-creation traces costs: graph-build time per Apply node with
 ``config.traceback__limit`` = 0 (nothing recorded) against 1, 8 (the default) and -1 (all frames).
 
-    PYTHONPATH=. python3 bench/bench_trace.py [--nodes N] [--rounds R] [--depth D]
+    PYTHONPATH=. python3 bench/bench_trace.py [--nodes N] [--rounds R] [--depth D] [--json PATH]
 
 Builds ``z = exp(z * y + x)`` N times (3 nodes each) under each limit, interleaving the
 limits round after round and keeping each one's best round, so a busy machine disturbs them
 alike. ``--depth`` builds from under D extra Python frames (a deep call stack: a test runner,
-a framework). Prints microseconds per node and the ratio to limit 0.
+a framework). Prints microseconds per node and the ratio to limit 0; ``--json PATH`` also writes
+them as ``{"graph build, per Apply node": {"traceback__limit=L": seconds}}`` (bench/run_all.py).
 """
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--depth", type=int, default=0, help="extra Python frames under the build")
     ap.add_argument("--limits", default="0,1,8,-1")
+    ap.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = ap.parse_args(argv)
     limits = [int(v) for v in args.limits.split(",")]
     best = {limit: float("inf") for limit in limits}
@@ -59,6 +61,13 @@ def main(argv=None):
     for limit in limits:
         print("traceback__limit=%-3d %7.2f us per Apply   x%.3f"
               % (limit, best[limit] / nodes * 1e6, best[limit] / base))
+    if args.json:
+        import json
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s" % (platform.python_implementation(), sys.version.split()[0]),
+                           nodes=nodes, rounds=args.rounds, depth=args.depth,
+                           seconds={"graph build, per Apply node": {"traceback__limit=%d" % limit: best[limit] / nodes
+                                                                    for limit in limits}}), fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ each dispatch level this CPU supports (AVX-512, AVX2, SSE: glibc's libmvec; scal
 <math.h> loop) and numpy's own ufunc on the whole array.
 
 Run: ``python bench/bench_vmath.py`` (``--quick`` for fewer repeats, ``--n``, ``--block``).
-Prints a table; nothing here is a pass/fail test.
+Prints a table; nothing here is a pass/fail test. ``--json PATH`` also writes the times as
+``{"<func> <dtype>": {level or "numpy": seconds per element}}`` (what bench/run_all.py collects).
 """
 import argparse
 import math
@@ -66,7 +67,9 @@ def main():
     ap.add_argument("--n", type=int, default=1000000)
     ap.add_argument("--block", type=int, default=256)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = ap.parse_args()
+    seconds = {}
     repeat = 3 if args.quick else 9
     ffi, lib = build()
     cpu = lib.ffg_vmath_cpu_level()
@@ -102,6 +105,16 @@ def main():
             cells = ["%8.2f (%5.1fx)" % (ns[lv], ns[0] / ns[lv]) for lv in levels]
             cells.append("%8.2f (%5.1fx)" % (ns_np, ns[0] / ns_np) if uf is not None else "%18s" % "n/a")
             print("%-6s %-7s" % (name, dt) + "".join("%18s" % c for c in cells), flush=True)
+            seconds["%s %s" % (name, dt)] = dict({LEVELS[lv]: ns[lv] * 1e-9 for lv in levels},
+                                                 **({"numpy": ns_np * 1e-9} if uf is not None else {}))
+    if args.json:
+        import json
+        import platform
+        with open(args.json, "w") as fh:
+            json.dump(dict(machine="%s %s, numpy %s, %s" % (platform.python_implementation(), platform.python_version(),
+                                                            np.__version__, platform.machine()),
+                           n=args.n, block=args.block, repeat=repeat, cpu_level=LEVELS[cpu],
+                           unit="seconds per element", seconds=seconds), fh, indent=1)
 
 
 if __name__ == "__main__":
