@@ -67,6 +67,22 @@ def test_a_held_result_is_never_written_again(two_outputs):
     np.testing.assert_array_equal(view, view_kept)
 
 
+def test_every_result_held_over_many_calls_and_shapes_keeps_its_values(two_outputs):
+    # PyPy offers the rows of a batch of arrays (OutputBatches): more calls than a batch has rows, a
+    # shape change in the middle of one, and an output too large to batch; CPython reuses the spare
+    held = []
+    for n, calls in ((2, 150), (3, 5), (2, 3), (5000, 4), (0, 2)):
+        for k in range(calls):
+            x, y = np.full(n, float(k)), np.arange(float(n))
+            held.append((x, y, two_outputs(x, y)))
+    for x, y, (got, total) in held:
+        np.testing.assert_array_equal(got, x * y + 1.0)
+        assert got.shape == x.shape and float(total) == np.sum(x - y)
+    if not CPYTHON:
+        rows = [got for _, y, (got, _) in held if len(y) == 2]
+        assert len({r.__array_interface__["data"][0] for r in rows}) == len(rows)   # each its own memory
+
+
 @pytest.mark.skipif(not CPYTHON, reason="reuse follows CPython's reference counts; PyPy offers a fresh array")
 def test_a_dropped_result_is_offered_again(two_outputs):
     x, y = np.arange(3.0), np.full(3, 2.0)
