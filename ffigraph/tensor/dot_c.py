@@ -44,12 +44,17 @@ import os
 import numpy as np
 
 from ffigraph.graph.c_interface import MethodNotDefined
-from ffigraph.tensor import blas
+from ffigraph.tensor import blas, threads_c
 from ffigraph.tensor.ctype import c_element_type
 
 #: Use BLAS for float32/float64 results when an OpenBLAS is at hand (see ``ffigraph.tensor.blas``).
 #: Tests set this to False to exercise the blocked kernel on floats.
 USE_BLAS = True
+
+#: A gemm is split over the library's threads (threads_c) from m * n * k >= GEMM_MIN_FACTOR *
+#: config.threads_min_size multiply-adds (OpenBLAS threads its own gemm from 4 * 65536); a gemv from a
+#: matrix of config.threads_min_size elements.
+GEMM_MIN_FACTOR = 4
 
 # Register tile and cache blocks of the blocked kernel (elements).
 MR, NR = 4, 8
@@ -93,6 +98,15 @@ def c_libraries(op):
 def c_lib_dirs(op):
     # the build adds -Wl,-rpath for each of these, so the library is found at load time
     return [blas.library().lib_dir] if blas_enabled() else []
+
+
+def c_support_code(op):
+    # the pool (threads_c), which the BLAS calls use when config.threads > 1
+    return threads_c.pool_support_code() if blas_enabled() else ""
+
+
+def c_compile_args(op):
+    return threads_c.compile_args() if blas_enabled() else []
 
 
 def c_code_cache_version(op):
@@ -422,9 +436,9 @@ static int ffg_dot_blas_%(dst)s(int64_t M, int64_t N, int64_t K, const %(T)s *a,
             lda = K;
         }
         if (ta == FFG_CBLAS_NO_TRANS)   /* m is rows x K, row-major */
-            %(gemv)s(FFG_CBLAS_ROW_MAJOR, FFG_CBLAS_NO_TRANS, rows, K, 1, m, lda, pb, incb, 0, c, 1);
+            %(gemv_nt)s
         else                            /* m is stored as its K x rows transpose */
-            %(gemv)s(FFG_CBLAS_ROW_MAJOR, FFG_CBLAS_TRANS, K, rows, 1, m, lda, pb, incb, 0, c, 1);
+            %(gemv_t)s
         return 0;
     }
     /* matrix . matrix */
@@ -444,12 +458,147 @@ static int ffg_dot_blas_%(dst)s(int64_t M, int64_t N, int64_t K, const %(T)s *a,
         tb = FFG_CBLAS_NO_TRANS;
         ldb = N;
     }
-    %(gemm)s(FFG_CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1, a, lda, b, ldb, 0, c, N);
+    %(gemm_call)s
     return 0;
 }
 #endif
 """
 
+
+# The BLAS calls split over the library's own threads (threads_c), per dtype T.
+PAR = r"""
+#ifndef FFG_DOT_PAR_%(dst)s
+#define FFG_DOT_PAR_%(dst)s
+/* ---- Dot through BLAS for %(dst)s, split over the library's threads (threads_c) ----
+
+   When the BLAS runs one thread (%(get_threads)s() == 1: OPENBLAS_NUM_THREADS=1, or a pool
+   lowered beside numpy's), a large product is cut by ffg_split_loop into blocks, each computed by
+   one BLAS call on blocks of the operands, run by the library's pool. The cut runs along a kept
+   axis (rows or columns of the output: every block writes its own part of it), or along the summed
+   axis when the output is too small to be cut (a per-chunk partial result, the chunks' results added
+   in chunk order once all are done). It depends on the shapes and FFG_THREADS only, so the results
+   are the same bits from call to call. A BLAS with more threads threads the whole call itself. */
+int %(get_threads)s(void);
+
+typedef struct ffg_dot_par_%(dst)s {
+    ffg_split split;
+    int gemm;                 /* 0: gemv (y = a x, or a^T x when ta is FFG_CBLAS_TRANS), 1: gemm */
+    int ta, tb;
+    int64_t m, n, k;          /* gemv: a is stored m x n; gemm: c is m x n, summed over k */
+    const %(T)s *a;
+    const %(T)s *b;           /* gemv: the vector x, increment ldb */
+    %(T)s *c;
+    int64_t lda, ldb, ldc;
+    %(T)s *part;              /* a cut along the sum: chunk c > 0 writes part + (c - 1) * stride */
+    int64_t stride;
+} ffg_dot_par_%(dst)s;
+
+static int ffg_dot_par_chunk_%(dst)s(void *ctx, int chunk, FfgError *err)
+{
+    const ffg_dot_par_%(dst)s *P = (const ffg_dot_par_%(dst)s *)ctx;
+    const int axis = P->split.axis;
+    %(T)s *out = P->split.partial && chunk > 0 ? P->part + (chunk - 1) * P->stride : P->c;
+    int64_t lo, hi;
+    (void)err;   /* a BLAS call cannot fail */
+    if (!P->gemm) {
+        const int by_rows = P->ta == FFG_CBLAS_NO_TRANS;   /* y's elements are the rows of a */
+        ffg_split_range(&P->split, chunk, axis == 0 ? P->m : P->n, &lo, &hi);
+        if (!P->split.partial) {   /* y[lo:hi]: rows (a x) or columns (a^T x) [lo, hi) of a */
+            %(gemv)s(FFG_CBLAS_ROW_MAJOR, P->ta, by_rows ? hi - lo : P->m, by_rows ? P->n : hi - lo, 1,
+                     P->a + (by_rows ? lo * P->lda : lo), P->lda, P->b, P->ldb, 0, P->c + lo, 1);
+        } else {                   /* columns (a x) or rows (a^T x) [lo, hi) of a times x[lo:hi] */
+            const int64_t len = axis == 0 ? P->m : P->n;   /* x's; a negative increment starts at its end */
+            const %(T)s *x = P->ldb > 0 ? P->b + lo * P->ldb : P->b + (len - hi) * -P->ldb;
+            %(gemv)s(FFG_CBLAS_ROW_MAJOR, P->ta, by_rows ? P->m : hi - lo, by_rows ? hi - lo : P->n, 1,
+                     P->a + (by_rows ? lo : lo * P->lda), P->lda, x, P->ldb, 0, out, 1);
+        }
+    } else if (axis == 0) {   /* rows [lo, hi) of c: those of op(a), times op(b) */
+        ffg_split_range(&P->split, chunk, P->m, &lo, &hi);
+        %(gemm)s(FFG_CBLAS_ROW_MAJOR, P->ta, P->tb, hi - lo, P->n, P->k, 1,
+                 P->a + (P->ta == FFG_CBLAS_NO_TRANS ? lo * P->lda : lo), P->lda, P->b, P->ldb,
+                 0, P->c + lo * P->ldc, P->ldc);
+    } else if (axis == 1) {   /* columns [lo, hi) of c: op(a) times those of op(b) */
+        ffg_split_range(&P->split, chunk, P->n, &lo, &hi);
+        %(gemm)s(FFG_CBLAS_ROW_MAJOR, P->ta, P->tb, P->m, hi - lo, P->k, 1, P->a, P->lda,
+                 P->b + (P->tb == FFG_CBLAS_NO_TRANS ? lo : lo * P->ldb), P->ldb, 0, P->c + lo, P->ldc);
+    } else {                  /* the sum over [lo, hi): columns of op(a) times rows of op(b) */
+        ffg_split_range(&P->split, chunk, P->k, &lo, &hi);
+        %(gemm)s(FFG_CBLAS_ROW_MAJOR, P->ta, P->tb, P->m, P->n, hi - lo, 1,
+                 P->a + (P->ta == FFG_CBLAS_NO_TRANS ? lo : lo * P->lda), P->lda,
+                 P->b + (P->tb == FFG_CBLAS_NO_TRANS ? lo * P->ldb : lo), P->ldb, 0, out, P->ldc);
+    }
+    return 0;
+}
+
+/* Run the chunks of P->split over the product (the fields of ffg_dot_par_%(dst)s). A cut along the
+   sum gives chunk 0's partial result in c (count elements, contiguous) and the others' in a
+   temporary, added into c in chunk order once all are done. */
+static int ffg_dot_par_run_%(dst)s(ffg_dot_par_%(dst)s *P, int gemm, int ta, int tb, int64_t m, int64_t n, int64_t k,
+                                  const %(T)s *a, int64_t lda, const %(T)s *b, int64_t ldb, %(T)s *c, int64_t ldc,
+                                  int64_t count, const FfgAllocator *al, FfgError *err)
+{
+    const ffg_split split = P->split;
+    int ch, status;
+    int64_t j;
+    *P = (ffg_dot_par_%(dst)s){.split = split, .gemm = gemm, .ta = ta, .tb = tb, .m = m, .n = n, .k = k,
+                              .a = a, .b = b, .c = c, .lda = lda, .ldb = ldb, .ldc = ldc,
+                              .part = NULL, .stride = count + FFG_PART_GAP};
+    if (P->split.partial
+        && (P->part = (%(T)s *)ffg_dot_temp((P->split.n - 1) * P->stride, sizeof(%(T)s), al, err)) == NULL)
+        return -1;
+    status = ffg_parallel(ffg_dot_par_chunk_%(dst)s, P, P->split.n, err);
+    if (status == 0 && P->split.partial) {
+        for (ch = 1; ch < P->split.n; ++ch) {
+            const %(T)s *p = P->part + (ch - 1) * P->stride;
+            for (j = 0; j < count; ++j)
+                c[j] += p[j];
+        }
+    }
+    ffg_release(al, P->part);
+    return status;
+}
+
+/* y (contiguous) = a x, or a^T x when ta is FFG_CBLAS_TRANS; a is stored m x n (leading dimension
+   lda). From FFG_THREADS_MIN_SIZE elements of a: cut along y (rows of a for a x, blocks of %(block)d
+   columns for a^T x), or along the sum when y is short against a. */
+static int ffg_dot_par_gemv_%(dst)s(int ta, int64_t m, int64_t n, const %(T)s *a, int64_t lda,
+                                   const %(T)s *x, int64_t incx, %(T)s *y, const FfgAllocator *al,
+                                   FfgError *err)
+{
+    ffg_dot_par_%(dst)s P;
+    const int64_t shape[2] = {m, n};
+    const int64_t ylen = ta == FFG_CBLAS_NO_TRANS ? m : n;
+    P.split.n = 1;
+    if (%(get_threads)s() == 1)
+        ffg_split_loop(&P.split, 2, shape, %(block)d, 0x3ULL, ta == FFG_CBLAS_NO_TRANS ? 0x2ULL : 0x1ULL, ylen);
+    if (P.split.n <= 1) {
+        %(gemv)s(FFG_CBLAS_ROW_MAJOR, ta, m, n, 1, a, lda, x, incx, 0, y, 1);
+        return 0;
+    }
+    return ffg_dot_par_run_%(dst)s(&P, 0, ta, FFG_CBLAS_NO_TRANS, m, n, 0, a, lda, x, incx, y, ylen, ylen, al, err);
+}
+
+/* c (m x n, C-contiguous) = op(a) op(b), summed over k. From m * n * k >= %(gemm_factor)d *
+   FFG_THREADS_MIN_SIZE (OpenBLAS's own threshold for threading a gemm, with the default size): cut
+   along rows of c, else columns, else (c too small) the sum. */
+static int ffg_dot_par_gemm_%(dst)s(int ta, int tb, int64_t m, int64_t n, int64_t k, const %(T)s *a,
+                                   int64_t lda, const %(T)s *b, int64_t ldb, %(T)s *c,
+                                   const FfgAllocator *al, FfgError *err)
+{
+    ffg_dot_par_%(dst)s P;
+    const int64_t shape[3] = {m, n, k};
+    P.split.n = 1;
+    if ((double)m * (double)n * (double)k >= %(gemm_factor)d.0 * (double)FFG_THREADS_MIN_SIZE
+        && %(get_threads)s() == 1)
+        ffg_split_loop(&P.split, 3, shape, 1, 0x7ULL, 0x4ULL, m * n);
+    if (P.split.n <= 1) {
+        %(gemm)s(FFG_CBLAS_ROW_MAJOR, ta, tb, m, n, k, 1, a, lda, b, ldb, 0, c, n);
+        return 0;
+    }
+    return ffg_dot_par_run_%(dst)s(&P, 1, ta, tb, m, n, k, a, lda, b, ldb, c, n, m * n, al, err);
+}
+#endif
+"""
 
 def _names(dtype):
     """C spellings for one element dtype: (tag, element type, accumulation type, kind)."""
@@ -526,8 +675,24 @@ def _blas_code(dtype):
     tag, T, _, _ = _names(dtype)
     letter = "d" if tag == "float64" else "s"
     lib = blas.library()
-    return BLAS % dict(dst=tag, T=T, dot=lib.symbol(letter + "dot"), gemv=lib.symbol(letter + "gemv"),
-                       gemm=lib.symbol(letter + "gemm"))
+    gemv, gemm = lib.symbol(letter + "gemv"), lib.symbol(letter + "gemm")
+    if threads_c.enabled():   # through the library's pool when large (PAR)
+        par = "return ffg_dot_par_%s_" + tag + "(%s);"
+        calls = dict(gemv_nt=par % ("gemv", "FFG_CBLAS_NO_TRANS, rows, K, m, lda, pb, incb, c, al, err"),
+                     gemv_t=par % ("gemv", "FFG_CBLAS_TRANS, K, rows, m, lda, pb, incb, c, al, err"),
+                     gemm_call=par % ("gemm", "ta, tb, M, N, K, a, lda, b, ldb, c, al, err"))
+    else:
+        calls = dict(
+            gemv_nt="%s(FFG_CBLAS_ROW_MAJOR, FFG_CBLAS_NO_TRANS, rows, K, 1, m, lda, pb, incb, 0, c, 1);" % gemv,
+            gemv_t="%s(FFG_CBLAS_ROW_MAJOR, FFG_CBLAS_TRANS, K, rows, 1, m, lda, pb, incb, 0, c, 1);" % gemv,
+            gemm_call="%s(FFG_CBLAS_ROW_MAJOR, ta, tb, M, N, K, 1, a, lda, b, ldb, 0, c, N);" % gemm)
+    code = BLAS % dict(calls, dst=tag, T=T, dot=lib.symbol(letter + "dot"))
+    if not threads_c.enabled():
+        return code
+    par = PAR % dict(dst=tag, T=T, gemv=gemv, gemm=gemm, block=64 // np.dtype(dtype).itemsize,
+                     get_threads="%sopenblas_get_num_threads%s" % (lib.prefix, lib.suffix),
+                     gemm_factor=GEMM_MIN_FACTOR, per_thread=threads_c.UNITS_PER_THREAD)
+    return par + code
 
 
 def c_support_code_apply(op, node, name):

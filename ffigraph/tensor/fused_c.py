@@ -205,8 +205,9 @@ class _Loop:
             lines.append("%s}" % indent)
         return lines
 
-    def block_body(self, last, out_targets):
-        """Statements for one block (``j0``, ``m``): load inputs, run every step.
+    def block_body(self, last, out_targets, n_steps=None):
+        """Statements for one block (``j0``, ``m``): load inputs, run every step (the first
+        ``n_steps`` when given).
 
         out_targets: {step index: (output pointer base, output stride expr)} for steps written
         straight into an output when that output is contiguous along the loop's last axis.
@@ -228,7 +229,7 @@ class _Loop:
                 body.append("    for (j = 0; j < m; ++j) g%d[j] = %s[(j0 + j) * %s];" % (i, p, s))
                 body.append("    b%d = g%d;" % (i, i))
                 body.append("}")
-        for j, (sop, args, dt) in enumerate(comp.steps):
+        for j, (sop, args, dt) in enumerate(comp.steps[:n_steps]):
             ct = self.step_ctypes[j]
             body.append("/* t%d = %s */" % (j, self._describe(sop, args)))
             if j in out_targets:
@@ -238,6 +239,16 @@ class _Loop:
                 body.append("%s *t%d = u%d;" % (ct, j, j))
             body += self._step_loop(j, sop, args, dt)
         return body
+
+    def inline_step(self, j):
+        """The C expression of step ``j`` (element ``j`` of its operands' buffers), to be used in place
+        of a buffer, or None when the step has its own loop (a vector routine or a checked step)."""
+        sop, args, dt = self.comp.steps[j]
+        in_dtypes = [self.comp.ref_dtype(r) for r in args]
+        if _vector_function(sop, in_dtypes, dt) is not None:
+            return None
+        expr, check = step_expression(sop, in_dtypes, dt, [self._operand(r) for r in args])
+        return expr if check is None else None
 
     def _describe(self, sop, args):
         names = ["i%d" % r[1] if r[0] == "in" else "t%d" % r[1] if r[0] == "step"
@@ -499,7 +510,7 @@ def _uses_temporary(op, node):
     return np.dtype(op.accumulator_dtype()).name != np.dtype(node.outputs[0].type.dtype).name
 
 
-def _reduce_loop(op, loop, ins, out, at, ct, bounded=False):
+def _reduce_loop(op, loop, ins, out, at, bounded=False):
     """The loop folding the Composite's values into ``acc_data`` (laid out like ``out``: C order,
     0 strides along the reduced axes); ``bounded``: one chunk [lo, hi) of a threaded loop."""
     comp, nd, axes = loop.comp, loop.nd, op.axis
@@ -520,21 +531,33 @@ def _reduce_loop(op, loop, ins, out, at, ct, bounded=False):
     result = comp.outputs[0]
 
     def inner_loop(last):
-        block = loop.block_body(last, {})
         reduced_last = nd == 0 or (nd - 1) in axes
         if reduced_last:
+            block = loop.block_body(last, {})
             block += _block_fold(op.kind, at, "t%d" % result, "q_%d" % last)
+            return loop.blocks(last, block, "shape", bounded)
+        # The accumulators are contiguous along a kept last axis: a plain loop the compiler vectorises.
+        # A sum's or product's last step, when plain arithmetic, is computed in that loop rather than
+        # stored to its buffer first (one pass less over the block: ~25% of a 1000x10000 sum(exp(x)*y,
+        # axis=0), measured).
+        inline = None
+        if op.kind in ("sum", "mean", "prod") and result == len(comp.steps) - 1:
+            inline = loop.inline_step(result)
+        if inline is None:
+            block = loop.block_body(last, {})
+            value = "t%d[j]" % result
         else:
-            # the accumulators are contiguous along a kept last axis: a plain loop the compiler vectorises
-            block.append("{")
-            block.append("    %s *r = q_%d + j0 * ost[%d];" % (at, last, last))
-            block.append("    const %s *v = t%d;" % (ct, result))
-            block.append("    if (ost[%d] == 1)" % last)
-            block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", "v[j]"))
-            block.append("    else")
-            block.append("        for (j = 0; j < m; ++j) r[j * ost[%d]] = %s;"
-                         % (last, _combine(op.kind, "r[j * ost[%d]]" % last, "v[j]")))
-            block.append("}")
+            block = loop.block_body(last, {}, n_steps=result)
+            block.append("/* t%d = %s, folded as it is computed */" % (result, loop._describe(*comp.steps[result][:2])))
+            value = inline
+        block.append("{")
+        block.append("    %s *r = q_%d + j0 * ost[%d];" % (at, last, last))
+        block.append("    if (ost[%d] == 1)" % last)
+        block.append("        for (j = 0; j < m; ++j) r[j] = %s;" % _combine(op.kind, "r[j]", value))
+        block.append("    else")
+        block.append("        for (j = 0; j < m; ++j) r[j * ost[%d]] = %s;"
+                     % (last, _combine(op.kind, "r[j * ost[%d]]" % last, value)))
+        block.append("}")
         return loop.blocks(last, block, "shape", bounded)
 
     inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, "shape", bounded)]
@@ -583,7 +606,6 @@ def _reduce_chunk_function(op, node, name):
     comp = op.composite
     nd = node.inputs[0].ndim
     at = c_element_type(op.accumulator_dtype())
-    ct = c_element_type(node.outputs[0].type.dtype)
     ins = ["(*L->in[%d])" % i for i in range(comp.nin)]
     loop = _Loop(op, node, ins, dict(err="err", fail="return -1;"))
     lines = _chunk_header(name, str(op), ["const ffg_array *in[%d];" % comp.nin,
@@ -600,7 +622,7 @@ def _reduce_chunk_function(op, node, name):
              "    for (e = 0; e < L->count; ++e)",
              "        acc_data[e] = %s;" % _IDENTITY[op.kind],
              "}"]
-    body += _reduce_loop(op, loop, ins, "(*L->out)", at, ct, bounded=True)
+    body += _reduce_loop(op, loop, ins, "(*L->out)", at, bounded=True)
     body += ["(void)err;", "return 0;"]
     return "\n".join(lines + ["    " + ln for ln in body] + ["}"])
 
@@ -656,7 +678,7 @@ def fused_reduce_c_code(op, node, name, ins, outs, sub):
                         "(threads_c); released by the cleanup */" % name)
         inner = _reduce_threaded_call(op, name, ins, out, loop, at, len(kept), sub)
     else:
-        inner = _reduce_loop(op, loop, ins, out, at, ct)
+        inner = _reduce_loop(op, loop, ins, out, at)
     if op.kind == "mean" or temporary:
         inner.append("{")
         inner.append("    /* the output values: %s */" % ("each sum over the count" if op.kind == "mean"

@@ -1,11 +1,14 @@
 """An exported library whose loops split over threads, run from a C host with no Python.
 
-The graph (a fused elementwise loop, a fused sum, a plain argmax) is exported with
-``config.threads=3`` and a threshold below its inputs' size; ``tests/export/c/export_pool.c`` reads
-the inputs from .npy files, runs the graph twice and writes the outputs: numpy's answer, the very
-bits of the Python call of the same graph, the same bits twice, and two more threads in the host
-afterwards (the library's workers). Under valgrind (when installed) the host makes no memory error
-and loses nothing: the workers are joined when the program exits.
+The graph (a fused elementwise loop, a fused sum, a plain argmax, and three BLAS products: a x,
+a^T x and a b) is exported with ``config.threads=3`` and a threshold below its inputs' size;
+``tests/export/c/export_pool.c`` reads the inputs from .npy files, runs the graph twice and writes
+the outputs: numpy's answer, the very bits of the Python call of the same graph for the loops (the
+export's BLAS is the scipy-openblas64 package, which may not be the OpenBLAS the Python call uses),
+the same bits twice, and two more threads in the host afterwards (the library's workers). The host
+runs with OPENBLAS_NUM_THREADS=1, so the products are split over the library's own threads. Under
+valgrind (when installed) the host makes no memory error and loses nothing: the workers are joined
+when the program exits.
 """
 from __future__ import annotations
 
@@ -31,7 +34,15 @@ N = 120000
 
 
 def _numpy(x, y):
-    return [np.exp(x) * y + np.tanh(x) - 1.5 * y, np.sum(np.exp(y) * x), np.argmax(x)]
+    a, b = y.reshape(300, 400), y.reshape(400, 300)
+    return [np.exp(x) * y + np.tanh(x) - 1.5 * y, np.sum(np.exp(y) * x), np.argmax(x),
+            a @ x[:400], a.T @ x[:300], a @ b]
+
+
+def _graph(x, y):
+    a, b = y.reshape((300, 400)), y.reshape((400, 300))
+    return [T.exp(x) * y + T.tanh(x) - 1.5 * y, T.sum(T.exp(y) * x), T.argmax(x),
+            T.dot(a, x[:400]), T.dot(a.T, x[:300]), T.dot(a, b)]
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +50,9 @@ def exported(tmp_path_factory):
     root = tmp_path_factory.mktemp("pool")
     x, y = T.dvector("x"), T.dvector("y")
     with config.change_flags(threads=3, threads_min_size=10000):
-        f = function([x, y], [T.exp(x) * y + T.tanh(x) - 1.5 * y, T.sum(T.exp(y) * x), T.argmax(x)], name="fused")
+        f = function([x, y], _graph(x, y), name="fused")
         bundle = f.export(str(root / "fused"))
-    env = no_python_env(root)
+    env = dict(no_python_env(root), OPENBLAS_NUM_THREADS="1")   # the products split over the library's threads
     run(["make", "-s"], bundle.directory, env)   # the bundle's own Makefile builds with no Python
     exe = str(root / "export_pool")
     npy_obj = str(root / "ffg_npy.o")
@@ -68,18 +79,22 @@ def test_exported_threaded_graph_from_c_gives_numpys_answer_and_pythons_bits(exp
     f, bundle, env, exe, work, xv, yv = exported
     source = open(bundle.source).read()
     assert "#define FFG_THREADS 3\n" in source and "ffg_parallel(" in source
+    assert "ffg_dot_par_gemm_float64(" in source and "scipy_openblas_get_num_threads64_(void)" in source
     assert "loops over 10000 elements or more split over 3 threads" in open(bundle.readme).read()
     out = run([exe], work, env).stdout
     assert "same 1" in out, out
     assert _threads(out, "after") >= _threads(out, "before") + 2, out   # the library's two workers
-    got = [np.load(str(work / ("out%d.npy" % k))) for k in range(3)]
+    got = [np.load(str(work / ("out%d.npy" % k))) for k in range(6)]
     want = _numpy(xv, yv)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
     assert got[2] == want[2]
-    python = f(xv, yv)   # the same graph and thread count in Python: the very same bits
-    for g, p in zip(got, python):
+    python = f(xv, yv)   # the same graph and thread count in Python: the very same bits for the loops
+    for g, p in zip(got[:3], python):
         assert g.dtype == p.dtype and g.shape == p.shape and g.tobytes() == np.asarray(p).tobytes()
+    for g, w, p in zip(got[3:], want[3:], python[3:]):   # the products: another OpenBLAS build, maybe
+        np.testing.assert_allclose(g, w, rtol=1e-11, atol=1e-11)
+        np.testing.assert_allclose(g, p, rtol=1e-11, atol=1e-11)
 
 
 @pytest.mark.skipif(shutil.which("valgrind") is None or bool(sanitize_flags()),

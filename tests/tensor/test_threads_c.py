@@ -1,6 +1,6 @@
-"""Loops split over threads (``ffigraph/tensor/threads_c.py``): fused and plain elementwise loops and
-reductions, with ``config.threads`` 1, 2, 3 and 7 and a threshold low enough that small arrays are cut
-into chunks.
+"""Loops split over threads (``ffigraph/tensor/threads_c.py``): fused and plain elementwise loops,
+reductions and BLAS products (Dot), with ``config.threads`` 1, 2, 3 and 7 and a threshold low enough
+that small arrays are cut into chunks.
 
 Each thread count compiles ONE function holding every case (elementwise with NaN and inf, broadcast,
 negative strides, float32, ints, empty and 0-d; reductions full and along each axis, cut along a kept
@@ -12,6 +12,7 @@ combined in chunk order whichever threads ran them).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 import time
@@ -22,6 +23,7 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import config, function
 from ffigraph.config import MAX_THREADS, _default_threads
+from ffigraph.tensor import blas, dot_c
 from ffigraph.tensor.fused import FusedElemwise, FusedReduce
 from ffigraph.tensor.elemwise import Elemwise
 from ffigraph.tensor.math import ArgReduce, Reduce
@@ -99,6 +101,10 @@ def _cases(x):
         ("fused sum, full, finite", T.sum(exp(x["w"]) * x["w"]), np.sum(np.exp(V["w"]) * V["w"]), "float64"),
         ("fused sum, axis 0", T.sum(exp(x["m"]) * x["col"], axis=0), np.sum(np.exp(V["m"]) * V["col"], axis=0),
          "float64"),
+        ("fused sum, axis 0, folded as computed", T.sum(exp(x["mrev"]) * x["m"], axis=0),
+         np.sum(np.exp(V["mrev"]) * V["m"], axis=0), "float64"),
+        ("fused prod, axis 0, a constant in the last step", T.prod(T.cos(x["thin"]) * 0.5 + 1, axis=0),
+         np.prod(np.cos(V["thin"]) * 0.5 + 1, axis=0), "float64"),
         ("fused sum, axis 1", T.sum(exp(x["m"]) * x["row"], axis=1), np.sum(np.exp(V["m"]) * V["row"], axis=1),
          "float64"),
         ("fused sum, thin rows", T.sum(exp(x["thin"]) * 2, axis=1), np.sum(np.exp(V["thin"]) * 2, axis=1),
@@ -258,3 +264,96 @@ def test_threads_flags_and_the_cache_key():
     with config.change_flags(threads=4, threads_min_size=100):
         small = function([s], T.exp(s) + s.sum())
     assert "_chunk(void *ctx" not in small.c_source()
+
+
+# ---------------------------------------------------------------- Dot through BLAS, split over threads
+
+
+def _dot_values():
+    rng = np.random.default_rng(31)
+    a = rng.uniform(-1, 1, (40, 300))
+    return dict(
+        a=a,                                        # 40 x 300: gemv cut along rows, a^T v along the sum
+        u=rng.uniform(-1, 1, 40),
+        v=rng.uniform(-1, 1, 300),
+        wide=rng.uniform(-1, 1, (3, 3000)),         # y of 3 elements: a x cut along the sum, a^T x along y
+        long=rng.uniform(-1, 1, 3000),
+        short=rng.uniform(-1, 1, 3),
+        b=rng.uniform(-1, 1, (300, 50)),            # gemm cut along rows of c
+        tall=rng.uniform(-1, 1, (3000, 3)),         # tall.T @ tall: 3 x 3, cut along the sum
+        f=rng.uniform(-1, 1, (40, 300)).astype("float32"),
+        fv=rng.uniform(-1, 1, 300).astype("float32"),
+        fb=rng.uniform(-1, 1, (300, 50)).astype("float32"),
+        e=np.zeros((0, 300)),
+        e0=np.zeros(0),
+    )
+
+
+def _dot_cases(x):
+    """[(label, output, numpy's answer, dtype)]: every way a Dot reaches BLAS, on operands of every
+    layout (transposed views, negative and non-unit strides, which are copied or passed as they are)."""
+    V = _dot_values()
+    dot = T.dot
+    cases = [
+        ("a v", dot(x["a"], x["v"]), V["a"] @ V["v"]),
+        ("a^T u", dot(x["a"].T, x["u"]), V["a"].T @ V["u"]),
+        ("u a", dot(x["u"], x["a"]), V["u"] @ V["a"]),
+        ("a v reversed", dot(x["a"], x["v"][::-1]), V["a"] @ V["v"][::-1]),
+        ("a^T u reversed", dot(x["a"].T, x["u"][::-1]), V["a"].T @ V["u"][::-1]),
+        ("a[::-1] v[::2]", dot(x["a"][::-1, ::2], x["v"][::2]), V["a"][::-1, ::2] @ V["v"][::2]),
+        ("wide long", dot(x["wide"], x["long"]), V["wide"] @ V["long"]),
+        ("wide long reversed", dot(x["wide"], x["long"][::-1]), V["wide"] @ V["long"][::-1]),
+        ("wide^T short", dot(x["wide"].T, x["short"]), V["wide"].T @ V["short"]),
+        ("long tall", dot(x["long"], x["tall"]), V["long"] @ V["tall"]),
+        ("long[::-1] tall", dot(x["long"][::-1], x["tall"]), V["long"][::-1] @ V["tall"]),
+        ("a b", dot(x["a"], x["b"]), V["a"] @ V["b"]),
+        ("a[:3] b (few rows)", dot(x["a"][:3], x["b"]), V["a"][:3] @ V["b"]),
+        ("a[:3] a^T", dot(x["a"][:3], x["a"].T), V["a"][:3] @ V["a"].T),
+        ("wide wide^T", dot(x["wide"], x["wide"].T), V["wide"] @ V["wide"].T),
+        ("b^T a^T", dot(x["b"].T, x["a"].T), V["b"].T @ V["a"].T),
+        ("a[::-1] b[:, ::-1]", dot(x["a"][::-1], x["b"][:, ::-1]), V["a"][::-1] @ V["b"][:, ::-1]),
+        ("tall^T tall", dot(x["tall"].T, x["tall"]), V["tall"].T @ V["tall"]),
+        ("float32 f fv", dot(x["f"], x["fv"]), V["f"] @ V["fv"]),
+        ("float32 f^T", dot(x["f"].T, x["f"][:, 0]), V["f"].T @ V["f"][:, 0]),
+        ("float32 f fb", dot(x["f"], x["fb"]), V["f"] @ V["fb"]),
+        ("empty rows", dot(x["e"], x["v"]), V["e"] @ V["v"]),
+        ("empty sum", dot(x["e"].T, x["e0"]), V["e"].T @ V["e0"]),
+    ]
+    return [(label, out, want, str(np.asarray(want).dtype)) for label, out, want in cases]
+
+
+@pytest.fixture
+def blas_threads():
+    """Sets the thread count of the OpenBLAS the next compiled Dot calls (``set(n)``); restored after."""
+    lib = blas.library()
+    if not dot_c.blas_enabled() or lib is None:
+        pytest.skip("no BLAS: Dot uses the blocked C kernel")
+    ob = blas.probe(lib.path, handle=ctypes.CDLL(lib.path))   # (numpy's: already loaded, nothing new)
+    before = blas.get_threads(ob)
+    yield lambda n: blas.set_threads(ob, n)
+    blas.set_threads(ob, before)
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_dot_split_over_threads_gives_numpys_answer_and_the_same_bits_every_call(threads, blas_threads):
+    V = _dot_values()
+    x = {k: T.tensor(str(a.dtype), (None,) * a.ndim, name=k) for k, a in V.items()}
+    cases = _dot_cases(x)
+    with config.change_flags(threads=threads, threads_min_size=MIN_SIZE):
+        f = function(list(x.values()), [out for _, out, _, _ in cases], on_unused_input="ignore")
+    source = f.c_source()
+    assert ("ffg_dot_par_gemm_float64(" in source) == (threads > 1)   # one thread: the plain BLAS calls
+    values = list(V.values())
+    blas_threads(1)   # the split is for a BLAS that runs one thread (OPENBLAS_NUM_THREADS=1)
+    got = [np.array(r, copy=True) for r in f(*values)]
+    again = f(*values)
+    blas_threads(2)   # a threaded BLAS threads each whole call itself
+    threaded_blas = f(*values)
+    for (label, out, want, dtype), g, g2, g3 in zip(cases, got, again, threaded_blas):
+        rtol = 1e-12 if dtype == "float64" else 1e-5
+        try:
+            assert_matches(g, want, out.type, rtol=rtol, atol=rtol, dtype=dtype)
+            assert_matches(g3, want, out.type, rtol=rtol, atol=rtol, dtype=dtype)
+        except AssertionError as exc:
+            raise AssertionError("%s, %d threads: %s" % (label, threads, exc)) from None
+        assert _same_bits(g, g2), "%s: two calls differ with %d threads" % (label, threads)
