@@ -388,7 +388,7 @@ class Function:
         locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
         self._update_locks = sorted(locks.values(), key=lambda lock: lock.serial)
         self._arity_call = getattr(linker, "arity_call", None)
-        self._entry = self._make_entry()
+        self._install_entry()
 
     @property
     def trust_input(self):
@@ -399,24 +399,47 @@ class Function:
         self._trust_input = bool(value)
         self._trusted_plain = self._trust_input and not getattr(self, "_shared_cells", True)
         if hasattr(self, "_entry"):
-            self._entry = self._make_entry()
+            self._install_entry()
+
+    def _install_entry(self):
+        """Make ``self(...)`` run the entry written for this function (``_make_entry``) with no
+        Python frame in between: the instance gets its own subclass whose ``__call__`` is the entry
+        (a ``__call__(self, *args, **kwargs)`` that unpacks and forwards costs about 90 ns a call
+        on CPython). A subclass with its own ``__call__`` (ProfiledFunction) keeps it."""
+        entry = self._entry = self._make_entry()
+        cls = type(self)
+        base = cls.__bases__[0] if cls.__dict__.get("_own_entry_class") else cls
+        if entry is None or base.__call__ is not Function.__call__:
+            self.__class__ = base
+            return
+        self.__class__ = type(base.__name__, (base,), {
+            "__call__": entry, "_own_entry_class": True, "__slots__": (),
+            "__module__": base.__module__, "__qualname__": base.__qualname__,
+            "__doc__": base.__doc__})
 
     def _make_entry(self):
-        """The positional call written out for this function's arity, or None.
+        """The call written out for this function's arity, or None: ``entry(self, v0, ..., v{n-1})``.
 
         For a whole-graph C library: the lock's fast path (and the updated shared variables'
         locks), then per input a check that costs three comparisons when the value already is an
         ndarray of the input's dtype and rank (anything else goes through the input's filter, which
         casts or explains), the shared variables' values after the inputs, the library's own arity
         call (``CallBlock.arity_call``), and the updates stored. ``trust_input=True`` drops the
-        checks. Calls with keywords, defaults or another number of arguments take ``_call``."""
+        checks (an input that is the very array passed last call is not read again). Calls with
+        keywords, defaults or another number of arguments go on to ``_call_generic``."""
         if self._arity_call is None:
             return None
         n_in, n_out = self._n_inputs, self._n_outputs
         namespace = dict(acquire=self._lock.lock.acquire, release=self._lock.lock.release, owned=self._lock,
                          wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one,
-                         update_locks=self._update_locks, acquire_all=acquire_all, release_all=release_all)
-        enter = ["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"]
+                         update_locks=self._update_locks, acquire_all=acquire_all, release_all=release_all,
+                         NOT_GIVEN=_NOT_GIVEN, generic=Function._call_generic)
+        # positional-only parameters, so that keywords (inputs by name) all land in ``kw``
+        params = ["_self"] + ["v%d=NOT_GIVEN" % i for i in range(n_in)] + ["/", "*more", "**kw"]
+        given = "(%s)" % "".join("v%d, " % i for i in range(n_in))
+        enter = ["if kw or more%s:" % (" or v%d is NOT_GIVEN" % (n_in - 1) if n_in else ""),
+                 "    return generic(_self, tuple([v for v in %s if v is not NOT_GIVEN]) + more, kw)" % given]
+        enter += ["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"]
         leave = ["owned.owner = None", "release()"]
         if self._update_locks:   # taken after the function's own, given back before it
             enter += ["try:", "    acquire_all(update_locks)", "except BaseException:"] \
@@ -443,16 +466,20 @@ class Function:
             namespace["update%d" % k] = cell
             after.append("update{k}[0] = out{j}".format(k=k, j=n_out + k))
         result = "out0" if self._single else "[%s]" % ", ".join("out%d" % k for k in range(n_out))
-        guard = dict(params=["v%d" % i for i in range(n_in)], enter=enter, checks=checks, input_checks=input_checks,
+        guard = dict(params=params, enter=enter, checks=checks, input_checks=input_checks,
                      after=after, result=result, exit=leave, namespace=namespace)
-        return self._arity_call(guard)
+        return self._arity_call(guard, trust_same=self._trust_input)
 
     # ---- calling
 
     def __call__(self, *args, **kwargs):
         entry = self._entry
-        if entry is not None and not kwargs and len(args) == self._n_inputs:
-            return entry(*args)   # written out for this arity (see _make_entry)
+        if entry is not None:
+            return entry(self, *args, **kwargs)   # written out for this arity (see _make_entry)
+        return self._call_generic(args, kwargs)
+
+    def _call_generic(self, args, kwargs):
+        """A call with any arguments, through the input specs (keywords, defaults, filters)."""
         # Calls of one function take turns (see ffigraph.compile.calllock); the fast path of the
         # lock is inlined, since it is paid on every call.
         owned = self._lock
@@ -655,6 +682,7 @@ def _linker_label(linker):
 
 
 _MISSING = object()
+_NOT_GIVEN = object()   # a parameter of a written-out entry that the call left out
 
 
 def _library_dir(linker):

@@ -9,6 +9,21 @@ API), built once per compile cache (its own folder, ``callshim/``, keyed like a 
 source, compiler and flags, under a file lock) and shared by every function of the process. PyPy's
 JIT makes ABI-mode calls cheap (about 25 ns), so there the call stays direct, as it does wherever
 the trampoline cannot be built or loaded.
+
+The trampoline also answers the question the caller asks after every call: did each output come
+back in the host array it was offered, shaped like that array? The caller says per output which
+shape it offered (``PackedRun.expect``); a return of 0 means yes for all of them, so the common
+call reads no output slot from Python (each field read through cffi costs about 40 ns).
+``LOOK`` (-1) means some output must be read from its slot; a positive value is P_run's error.
+
+And it answers the question asked before every call: is each input the array it was last call?
+Python compares identities only (``v is exact[i]``, about 25 ns); the trampoline checks that each
+such array object still has the data pointer, rank, extents, strides and dtype its slot describes,
+by reading numpy's array struct at offsets found once from known arrays (``_array_layout``; the file
+includes neither Python's nor numpy's headers). ``CHANGED`` (-2) means one was changed in place
+(``a.shape = ...``, ``a.dtype = ...``, ``a.resize(..., refcheck=False)``): nothing ran, and the
+caller describes its inputs afresh. (A thread that reshapes an array while another passes it to a
+function races as it would with any other reader of that array.)
 """
 from __future__ import annotations
 
@@ -20,17 +35,30 @@ import tempfile
 import threading
 
 import cffi
+import numpy as np
 from filelock import FileLock
 
-from ffigraph.abi import ffi
+from ffigraph.abi import MAX_NDIM, ffi
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import build_library
 
 _log = logging.getLogger("ffigraph.linkers")
 
-SOURCE = r"""/* ffigraph call trampoline: P_run's six arguments read from one struct (plain C, no Python). */
+SOURCE = r"""/* ffigraph call trampoline: P_run's six arguments read from one struct (plain C, no Python API). */
 #include <stdint.h>
 #include "ffigraph_abi.h"
+
+/* Where the fields of numpy's array object lie (byte offsets found by the host from a known array:
+   this file includes neither Python's nor numpy's headers). */
+typedef struct FfgArrayLayout {
+    int32_t data, nd, dimensions, strides, descr;
+} FfgArrayLayout;
+
+/* An input slot's array object, watched: the slot describes it as it was when described. */
+typedef struct FfgWatch {
+    const char *object;         /* the array object; NULL: not watched */
+    const void *descr;          /* its dtype object then */
+} FfgWatch;
 
 typedef struct FfgRunArgs {
     ffg_run_fn *run;            /* the library's P_run */
@@ -40,26 +68,76 @@ typedef struct FfgRunArgs {
     FfgError *err;
     int32_t n_inputs;
     int32_t n_outputs;
+    const int32_t *offer_ndim;  /* per output: rank of the host array offered to it, -1 for none */
+    const int64_t *offer_shape; /* per output: FFG_MAX_NDIM extents, the first offer_ndim[k] used */
+    const FfgWatch *watch;      /* per input */
+    FfgArrayLayout layout;
 } FfgRunArgs;
 
+/* Whether the watched array object still has the data, rank, extents, strides and dtype its slot
+   describes (the host holds a reference to it, so the object is alive). */
+static int ffg_unchanged(const FfgArrayLayout *at, const FfgWatch *w, const FfgTensor *t)
+{
+    const char *obj = w->object;
+    const intptr_t *dims, *strides;
+    int64_t itemsize = t->dtype.bits / 8;
+    int32_t d;
+    if (*(char *const *)(obj + at->data) != (const char *)t->data + t->byte_offset
+            || *(const int *)(obj + at->nd) != t->ndim
+            || *(const void *const *)(obj + at->descr) != w->descr)
+        return 0;
+    dims = *(const intptr_t *const *)(obj + at->dimensions);
+    strides = *(const intptr_t *const *)(obj + at->strides);
+    for (d = 0; d < t->ndim; d++)
+        if (dims[d] != t->shape[d] || strides[d] != t->strides[d] * itemsize)
+            return 0;
+    return 1;
+}
+
+/* P_run's code when it fails (> 0); -2 without running when a watched input array changed in place
+   since its slot was written; otherwise 0 when every output was written into the host array offered
+   to it with that array's shape, or -1 when the caller must read some output's slot. */
 __attribute__((visibility("default")))
 int32_t ffg_run_packed(const FfgRunArgs *args)
 {
-    return args->run(args->state, args->inputs, args->n_inputs, args->outputs, args->n_outputs, args->err);
+    int32_t code, k, d;
+    for (k = 0; k < args->n_inputs; k++)
+        if (args->watch[k].object != NULL && !ffg_unchanged(&args->layout, &args->watch[k], &args->inputs[k]))
+            return -2;
+    code = args->run(args->state, args->inputs, args->n_inputs, args->outputs, args->n_outputs, args->err);
+    if (code != FFG_OK)
+        return code;
+    for (k = 0; k < args->n_outputs; k++) {
+        const FfgOutput *out = &args->outputs[k];
+        const int64_t *want = args->offer_shape + (int64_t)k * FFG_MAX_NDIM;
+        if (out->alias_of != FFG_OUT_HOST_BUFFER || out->tensor.ndim != args->offer_ndim[k])
+            return -1;
+        for (d = 0; d < out->tensor.ndim; d++)
+            if (out->tensor.shape[d] != want[d])
+                return -1;
+    }
+    return 0;
 }
 """
 
 _CDEF = """
+typedef struct FfgArrayLayout { int32_t data, nd, dimensions, strides, descr; } FfgArrayLayout;
+typedef struct FfgWatch { void *object; void *descr; } FfgWatch;
 typedef struct FfgRunArgs {
     void *run; void *state; void *inputs; void *outputs; void *err; int32_t n_inputs; int32_t n_outputs;
+    int32_t *offer_ndim; int64_t *offer_shape; FfgWatch *watch; FfgArrayLayout layout;
 } FfgRunArgs;
 int32_t ffg_run_packed(const FfgRunArgs *args);
 """
 
+LOOK = -1   # ffg_run_packed: success, but some output is not the offered array as offered
+CHANGED = -2   # ffg_run_packed: not run, a watched input array changed in place
 NAME = "ffigraph_callshim"   # the compiler sees ffigraph_callshim.c
 _shim_ffi = cffi.FFI()
 _shim_ffi.cdef(_CDEF)
 _loaded = []          # [the library] once built and opened, [None] where it is not used
+_layouts = []         # [numpy's array layout (offsets), or None] once read
+_NULL = _shim_ffi.NULL
 _lock = threading.Lock()
 
 
@@ -106,10 +184,74 @@ def _address(cdata):
     return _shim_ffi.cast("void *", int(ffi.cast("uintptr_t", cdata)))
 
 
+def _array_layout():
+    """Byte offsets of ``data``, ``nd``, ``dimensions``, ``strides`` and ``descr`` in numpy's array
+    object, found by reading two known arrays of this process (numpy's public struct puts them in
+    that order after the object header, whose size varies with CPython's build), or None when what
+    is read does not match exactly (then inputs are checked from Python, as on PyPy)."""
+    def word(address, offset, kind="intptr_t"):
+        return _shim_ffi.cast(kind + " *", address + offset)[0]
+
+    def matches(arr, data):
+        address = id(arr)
+        try:
+            if word(address, data) != arr.__array_interface__["data"][0] or word(address, data + 8, "int") != arr.ndim:
+                return False
+            dims, strides = word(address, data + 16), word(address, data + 24)
+            return (word(address, data + 40) == id(arr.dtype)
+                    and all(word(dims, 8 * d) == n for d, n in enumerate(arr.shape))
+                    and all(word(strides, 8 * d) == n for d, n in enumerate(arr.strides)))
+        except Exception:   # noqa: BLE001 - any surprise means: do not read array objects from C
+            return False
+
+    if _shim_ffi.sizeof("intptr_t") != 8 or _shim_ffi.sizeof("int") != 4:
+        return None
+    probes = [np.empty((3, 5), np.float64)[::-1, ::2], np.zeros(7, np.int32)]
+    for data in range(16, 64, 8):   # the header is 16 bytes in a release build, more in others
+        if all(matches(arr, data) for arr in probes):
+            return dict(data=data, nd=data + 8, dimensions=data + 16, strides=data + 24, descr=data + 40)
+    return None
+
+
+class PackedRun:
+    """One call block's packed call: ``call(args)`` runs it; ``expect(k, shape)`` records the shape
+    of the host array offered to output ``k`` from now on (None: no array is offered);
+    ``watch(i, arr)`` makes the trampoline check before each run that input ``i``'s array object
+    still is as its slot describes it (None: stop). ``watching`` says whether it can (numpy's
+    layout was read): then the caller may skip re-reading an input that is the same object."""
+
+    __slots__ = ("call", "args", "watching", "_keep", "_ndim", "_shape", "_watch")
+    LOOK = LOOK
+    CHANGED = CHANGED
+
+    def __init__(self, call, args, keep, ndim, shape, watch, watching):
+        self.call, self.args, self._keep, self._ndim, self._shape = call, args, keep, ndim, shape
+        self._watch, self.watching = watch, watching
+
+    def watch(self, i, arr):
+        """Watch input ``i``'s array ``arr`` (its caller holds a reference for as long as it is
+        watched), or stop watching (None)."""
+        w = self._watch[i]
+        if arr is None or not self.watching:
+            w.object = _NULL
+            return
+        w.descr = _shim_ffi.cast("void *", id(arr.dtype))
+        w.object = _shim_ffi.cast("void *", id(arr))
+
+    def expect(self, k, shape):
+        if shape is None or len(shape) > MAX_NDIM:
+            self._ndim[k] = -1
+            return
+        base = k * MAX_NDIM
+        for d, n in enumerate(shape):
+            self._shape[base + d] = n
+        self._ndim[k] = len(shape)
+
+
 def packed_run(run, state, inputs, n_inputs, outputs, n_outputs, err):
-    """``(call, args)`` such that ``call(args)`` is ``run(state, inputs, n_inputs, outputs, n_outputs,
-    err)``, or None when the trampoline is not used here. The caller keeps every argument alive for as
-    long as it calls (a call block and its compiled graph do)."""
+    """A ``PackedRun`` whose ``call(args)`` is ``run(state, inputs, n_inputs, outputs, n_outputs, err)``
+    followed by the offered-outputs check, or None when the trampoline is not used here. The caller
+    keeps every argument alive for as long as it calls (a call block and its compiled graph do)."""
     lib = _library()
     if lib is None:
         return None
@@ -117,4 +259,19 @@ def packed_run(run, state, inputs, n_inputs, outputs, n_outputs, err):
     args.run, args.state = _address(run), _address(state)
     args.inputs, args.outputs, args.err = _address(inputs), _address(outputs), _address(err)
     args.n_inputs, args.n_outputs = n_inputs, n_outputs
-    return lib.ffg_run_packed, args
+    ndim = _shim_ffi.new("int32_t[]", [-1] * max(n_outputs, 1))
+    shape = _shim_ffi.new("int64_t[]", max(n_outputs, 1) * MAX_NDIM)
+    watch = _shim_ffi.new("FfgWatch[]", max(n_inputs, 1))   # zeroed: nothing watched
+    args.offer_ndim, args.offer_shape, args.watch = ndim, shape, watch
+    layout = _layout()
+    if layout is not None:
+        for field, offset in layout.items():
+            setattr(args.layout, field, offset)
+    return PackedRun(lib.ffg_run_packed, args, (ndim, shape, watch), ndim, shape, watch, layout is not None)
+
+
+def _layout():
+    if not _layouts:
+        _layouts.append(_array_layout())
+    return _layouts[0]
+

@@ -118,10 +118,11 @@ class CompiledGraph:
 
         return call
 
-    def arity_call(self, guard=None):
+    def arity_call(self, guard=None, trust_same=False):
         """``call(v0, ..., v{n-1})`` -> list of outputs: the call written out for this graph's arity
-        (see ``CallBlock.arity_call``, and its ``guard``: the caller's steps around it in the same
-        frame), or None for graphs whose values need conversion hooks or live on a device."""
+        (see ``CallBlock.arity_call``, its ``guard``: the caller's steps around it in the same
+        frame, and ``trust_same``), or None for graphs whose values need conversion hooks or live
+        on a device."""
         block = self.block
         if any(c is not None for c in self.to_c) or any(c is not None for c in self.from_c) \
                 or any(block.out_on_device) or self.device_allocator is not None:
@@ -132,9 +133,10 @@ class CompiledGraph:
             raise self._exception()
 
         out_ndims = [getattr(v.type, "ndim", None) for v in self.outputs]
-        packed = packed_run(self.library.run, self.state, block.inputs, block.n_inputs, block.outputs,
-                            block.n_outputs, block.err)
-        return block.arity_call(self.library.run, self.state, fail, out_ndims, guard, packed)
+        if block.packed is None:   # one per block: every entry made for it shares the inputs it watches
+            block.packed = packed_run(self.library.run, self.state, block.inputs, block.n_inputs,
+                                      block.outputs, block.n_outputs, block.err)
+        return block.arity_call(self.library.run, self.state, fail, out_ndims, guard, trust_same)
 
     def read_profile(self):
         """The library's profile counters (it must have been generated with profile=True)."""

@@ -187,6 +187,10 @@ class CallBlock:
         self.out_slots = [self.outputs[k] for k in range(n_outputs)]
         self.out_tensors = [o.tensor for o in self.out_slots]
         self.keep = [None] * n_inputs   # the arrays the input slots point at
+        self.exact = [None] * n_inputs  # the same where the slot points at that very array (no copy)
+        # the call trampoline's PackedRun (set once, by whoever makes the arity call): told each output's
+        # offered shape and, while ``exact[i]`` holds it, each input's array object to watch
+        self.packed = None
         self.described = [None] * n_inputs  # (shape, strides, dtype) last written into each slot
         # the same, apart (arity_call compares them one by one, stopping at the first difference)
         self.dshape, self.dstrides, self.ddtype = [None] * n_inputs, [None] * n_inputs, [None] * n_inputs
@@ -223,6 +227,9 @@ class CallBlock:
             tshape[d] = shape[d]
             tstrides[d] = src.strides[d] // itemsize
         self.keep[i] = arr
+        self.exact[i] = arr if src is arr else None
+        if self.packed is not None:
+            self.packed.watch(i, self.exact[i])
         self.data_refs[i] = (src, ref)
         self.described[i] = (shape, strides, dtype) if src is arr else None
         if src is arr:
@@ -249,6 +256,9 @@ class CallBlock:
             tshape[d] = shape[d]
             tstrides[d] = s
         self.keep[i] = view.owner
+        self.exact[i] = None
+        if self.packed is not None:
+            self.packed.watch(i, None)
         self.data_refs[i] = (view, None)
         self.described[i] = None
         self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
@@ -280,7 +290,7 @@ class CallBlock:
             self.offered[k] = None
             if buf.shape != shape:
                 buf = buf.reshape(-1)[:_size(shape)].reshape(shape)
-            self.out_last_shape[k] = shape
+            self._remember_shape(k, shape)
             return buf
         dtype = dtype_from_code(t.dtype.code, t.dtype.bits)
         if self.out_on_device[k]:
@@ -288,7 +298,7 @@ class CallBlock:
         itemsize = dtype.itemsize
         strides = tuple([s * itemsize for s in ffi.unpack(t.strides, t.ndim)]) if t.ndim else ()
         if o.base != _NULL:
-            self.out_last_shape[k] = shape
+            self._remember_shape(k, shape)
             nbytes = _size(shape) * itemsize
             if nbytes <= COPY_OWNED_BELOW and _c_contiguous(shape, strides, itemsize):
                 # a small block the library allocated itself (an in-place result, say): copying it
@@ -307,6 +317,12 @@ class CallBlock:
                      "typestr": dtype.str, "version": 3}
         return np.asarray(_OutputArray(interface, keep))
 
+    def _remember_shape(self, k, shape):
+        """Output ``k`` is offered an array of ``shape`` from the next call on (the trampoline is told)."""
+        self.out_last_shape[k] = shape
+        if self.packed is not None and self.out_offer[k] and not self.out_on_device[k]:
+            self.packed.expect(k, shape)
+
     def _device_output(self, k, o, t, shape, dtype):
         """A device result, as a DeviceBlock (the output type wraps it: GPUArray or DeviceArray)."""
         strides = tuple(ffi.unpack(t.strides, t.ndim)) if t.ndim else ()
@@ -321,7 +337,7 @@ class CallBlock:
                                      "view" % k, k)
         return DeviceBlock(address, shape, strides, dtype, t.device.device_id, keep)
 
-    def arity_call(self, run, state, fail, out_ndims, guard=None, packed=None):
+    def arity_call(self, run, state, fail, out_ndims, guard=None, trust_same=False):
         """``call(v0, ..., v{n-1})`` for this block: the per-call path written out for its arity.
 
         The same steps as ``set_input`` / ``offer_outputs`` / ``get_output``, with no loop over
@@ -331,8 +347,17 @@ class CallBlock:
         last time is offered again when nobody else holds it any more (its reference count says
         so): a loop that drops each result allocates nothing. ``fail()`` raises the call's error.
         ``out_ndims`` are the outputs' static ranks. Only for host arrays with no conversion hooks
-        (the caller checks). It returns the list of outputs ``[out0, ...]``. ``packed``, when given,
-        is ``(call, args)`` from ``callshim.packed_run``: ``call(args)`` replaces ``run(...)``.
+        (the caller checks). It returns the list of outputs ``[out0, ...]``.
+
+        With the call trampoline (``self.packed``, a ``callshim.PackedRun``), its ``call(args)``
+        replaces ``run(...)``: it answers whether every output came back in the array offered, as
+        offered (then no output slot is read), and, when it watches inputs, whether an input that
+        is the very array of last call was changed in place (then the inputs are described again
+        and it runs once more); an input is then checked from Python by identity alone. Without it
+        (PyPy), such an input's shape, strides and dtype are read and compared, unless
+        ``trust_same`` (``trust_input=True``): then it is taken as unchanged, so an array reshaped
+        in place since the last call is not noticed, like any other wrong input under
+        ``trust_input``.
 
         ``guard`` lets the caller put its own steps around the call in the same Python frame (a
         frame costs more than the steps), as source lines: ``params`` (the call's parameters, by
@@ -347,16 +372,23 @@ class CallBlock:
                           after=[], exit=[], result="[%s]" % ", ".join("out%d" % k for k in range(n_out)),
                           namespace={}),
                      **(guard or {}))
+        packed = self.packed
+        by_identity = trust_same or (packed is not None and packed.watching)
         lines = []
         for i in range(n_in):
             # not the very array described last call, unchanged since: check it (the caller's lines,
             # which may replace it by a filtered value) and describe it
-            lines += ["    if v{i} is not keep[{i}] or v{i}.shape != dshape[{i}] or v{i}.strides != dstrides[{i}] "
-                      "or v{i}.dtype is not ddtype[{i}]:".format(i=i)]
+            if by_identity:
+                lines += ["    if v{i} is not exact[{i}]:".format(i=i)]
+            else:
+                lines += ["    if v{i} is not keep[{i}] or v{i}.shape != dshape[{i}] or v{i}.strides != dstrides[{i}] "
+                          "or v{i}.dtype is not ddtype[{i}]:".format(i=i)]
             lines += ["        " + line for line in guard["input_checks"].get(i, ())]
             lines += ["        if v{i}.__class__ is not ndarray:".format(i=i),
                       "            v{i} = as_host_array(v{i})".format(i=i),
                       "        set_input({i}, v{i})".format(i=i)]
+        describe = lines
+        lines = list(describe)
         for k in range(n_out):
             if not self.out_offer[k] or self.out_on_device[k]:
                 lines += ["    slot{k}.host_buffer = NULL".format(k=k), "    slot{k}.host_capacity = 0".format(k=k),
@@ -381,6 +413,8 @@ class CallBlock:
                           "            slot{k}.host_buffer = ptr{k}".format(k=k),
                           "            slot{k}.host_capacity = buf{k}.nbytes".format(k=k),
                           "            in_slot[{k}] = ptr{k}".format(k=k)]
+                if packed is None:
+                    lines += ["        offered[{k}] = buf{k}".format(k=k)]
             else:
                 # no reference counts (PyPy): the next row of a batch of fresh arrays (OutputBatches)
                 lines += ["        n{k} = batch_next[{k}]".format(k=k),
@@ -392,32 +426,48 @@ class CallBlock:
                           "        batch_next[{k}] = n{k} + 1".format(k=k),
                           "        slot{k}.host_buffer = ptr{k}".format(k=k),
                           "        slot{k}.host_capacity = batch_step[{k}]".format(k=k),
-                          "        in_slot[{k}] = ptr{k}".format(k=k)]
-            lines += ["        offered[{k}] = buf{k}".format(k=k)]
-        if packed is not None:   # the same call through the one-argument trampoline
-            lines += ["    if packed_call(packed_args):", "        fail()"]
-        else:
-            lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out), "        fail()"]
+                          "        in_slot[{k}] = ptr{k}".format(k=k),
+                          "        offered[{k}] = buf{k}".format(k=k)]
+        # reading the outputs: each one the array offered, or its slot read (get_output)
+        read = []
         for k in range(n_out):
             ndim = out_ndims[k]
             if self.out_offer[k] and not self.out_on_device[k] and ndim is not None:
                 shape = "(%s)" % "".join("t%d.shape[%d], " % (k, d) for d in range(ndim))
-                lines += ["    if buf{k} is not None and slot{k}.alias_of == HOST_BUFFER and {shape} == shape{k}:"
-                          .format(k=k, shape=shape),
-                          "        offered[{k}] = None".format(k=k),
-                          "        out{k} = buf{k}".format(k=k),
-                          "    else:",
-                          "        spare[{k}] = spare_ptr[{k}] = None".format(k=k),
-                          "        out{k} = get_output({k})".format(k=k)]
+                read += ["if buf{k} is not None and slot{k}.alias_of == HOST_BUFFER and {shape} == shape{k}:"
+                         .format(k=k, shape=shape),
+                         "    offered[{k}] = None".format(k=k),
+                         "    out{k} = buf{k}".format(k=k),
+                         "else:"]
+                if packed is not None:   # (offered[k] is written only here, where it is read)
+                    read += ["    offered[{k}] = buf{k}".format(k=k)]
+                read += ["    spare[{k}] = spare_ptr[{k}] = None".format(k=k),
+                         "    out{k} = get_output({k})".format(k=k)]
             else:
-                lines.append("    out{k} = get_output({k})".format(k=k))
+                read.append("out{k} = get_output({k})".format(k=k))
+        if packed is not None:
+            # the one-argument trampoline: 0 when every output is its offered array, as offered
+            lines += ["    code = packed_call(packed_args)"]
+            as_offered = ["out{k} = buf{k}".format(k=k) for k in range(n_out)] or ["pass"]
+            on_code = ["if code != LOOK:", "    fail()"] + read
+            if packed.watching:   # an input changed in place: nothing ran; describe them all again
+                on_code = (["if code == CHANGED:", "    forget_inputs()"] + describe
+                           + ["    code = packed_call(packed_args)", "    if code == CHANGED:", "        changed()",
+                              "if code:"] + ["    " + line for line in on_code] + ["else:"]
+                           + ["    " + line for line in as_offered])
+            lines += ["    if code:"] + ["        " + line for line in on_code]
+            lines += ["    else:"] + ["        " + line for line in as_offered]
+        else:
+            lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out), "        fail()"]
+            lines += ["    " + line for line in read]
         lines = [line[4:] for line in lines]   # written one level in: the body of call()
         lines = guard["checks"] + lines + guard["after"] + ["return " + guard["result"]]
         if guard["exit"]:
             lines = ["try:"] + ["    " + line for line in lines] + ["finally:"] + ["    " + line for line in guard["exit"]]
         lines = ["def call(%s):" % ", ".join(guard["params"])] + ["    " + line for line in guard["enter"] + lines]
         source = "\n".join(lines) + "\n"
-        namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, dshape=self.dshape,
+        namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, exact=self.exact,
+                         dshape=self.dshape,
                          dstrides=self.dstrides, ddtype=self.ddtype,
                          set_input=self.set_input, NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
                          spare=self.spare, spare_ptr=self.spare_ptr, in_slot=self.in_slot, empty=np.empty,
@@ -432,7 +482,10 @@ class CallBlock:
                              batch_len=batches.lengths, batch_next=batches.next, batch_shape=batches.shapes,
                              new_batch=batches.start)
         if packed is not None:
-            namespace["packed_call"], namespace["packed_args"] = packed
+            namespace.update(packed_call=packed.call, packed_args=packed.args, LOOK=packed.LOOK,
+                             CHANGED=packed.CHANGED, forget_inputs=self.release_inputs, changed=_changed_while_passed)
+            for k in range(n_out):
+                packed.expect(k, self.out_last_shape[k] if self.out_offer[k] and not self.out_on_device[k] else None)
         namespace.update(guard["namespace"])
         for k in range(n_out):
             namespace["slot%d" % k] = self.out_slots[k]
@@ -447,6 +500,9 @@ class CallBlock:
         """Forget every input (after a failure, or when asked not to hold references)."""
         for i in range(self.n_inputs):
             self.keep[i] = None
+            self.exact[i] = None
+            if self.packed is not None:
+                self.packed.watch(i, None)
             self.data_refs[i] = None
             self.described[i] = None
             self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
@@ -459,6 +515,11 @@ class CallBlock:
         if name == "cuda":
             cls = _cuda_error_class(err.reserved)
         return cls, message, err.node, err.input
+
+
+def _changed_while_passed():
+    raise RuntimeError("an input array was changed in place (its shape, strides, dtype or data) while it "
+                       "was being passed to the library, by another thread; nothing was computed")
 
 
 def _cuda_error_class(cuda_code):
