@@ -322,7 +322,8 @@ def _alloc(out, nd, shape, ctype, sub):
 
 def _take_over(out, x, nd):
     """The output takes the destroyed input's memory (same shape, dtype; checked by the caller)."""
-    lines = ["%s.data = %s.data;" % (out, x), "%s.owned = %s.owned;" % (out, x), "%s.owned = NULL;" % x]
+    lines = ["%s.data = %s.data;" % (out, x), "%s.owned = %s.owned;" % (out, x), "%s.owned = NULL;" % x,
+             "%s.in_offered = %s.in_offered;" % (out, x), "%s.in_offered = 0;" % x]
     for d in range(nd):
         lines.append("%s.shape[%d] = %s.shape[%d]; %s.strides[%d] = %s.strides[%d];" % (out, d, x, d, out, d, x, d))
     return lines
@@ -347,11 +348,16 @@ def fused_elemwise_c_code(op, node, ins, outs, sub, name=None):
         shape = "oshape%d" % k
         if k in inplace:
             x = ins[inplace[k]]
-            same = " && ".join(["%s.owned != NULL" % x] + ["%s.shape[%d] == oshape%d[%d]" % (x, d, k, d)
-                                                           for d in range(nd)] + _contiguous_checks(x, nd))
+            # the input's memory is its own, or the host's block it was offered (see the C
+            # linker's _offers): then the result lands in the host's array
+            same = " && ".join(["(%s.owned != NULL || %s.in_offered)" % (x, x)]
+                               + ["%s.shape[%d] == oshape%d[%d]" % (x, d, k, d) for d in range(nd)]
+                               + _contiguous_checks(x, nd))
             lines.append("if (%s) {" % same)
             lines += ["    " + ln for ln in _take_over(out, x, nd)]
             lines.append("} else {")
+            lines.append("    if (%s.in_offered) %s.offered = NULL;   /* never write the block it is read from */"
+                         % (x, out))
             lines += ["    " + ln for ln in _alloc(out, nd, shape, ct, sub)]
             lines.append("}")
         else:

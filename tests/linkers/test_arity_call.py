@@ -215,3 +215,27 @@ def test_defaults_take_the_general_path():
     np.testing.assert_array_equal(with_default(), [6.0, 7.0])
     np.testing.assert_array_equal(with_default(np.zeros(2)), [1.0, 1.0])
 
+
+def test_an_output_computed_in_place_over_an_intermediate_lands_in_the_offered_array():
+    """tanh(dot(A, v)) + c runs in place over the Dot's result: the Dot is offered the host's array
+    too, and the fused loop takes it over; when the shapes differ (the Dot's result broadcast), the
+    loop must not write the block it reads, and allocates its own."""
+    A, v, c = T.dmatrix("A"), T.dvector("v"), T.dvector("c")
+    f = function([A, v, c], T.tanh(T.dot(A, v)) + c, mode=C)
+    assert any(node.op.destroy_map for node in f.maker.fgraph.toposort())   # the case this is about
+    assert "is computed in place over it" in f.c_source()
+    rng = np.random.default_rng(0)
+    a, b, cc = rng.normal(size=(5, 3)), rng.normal(size=3), rng.normal(size=5)
+    got = f(a, b, cc)
+    np.testing.assert_allclose(got, np.tanh(a @ b) + cc, rtol=1e-14)
+    if CPYTHON:   # written into the array offered (the dropped result, offered again)
+        address = got.__array_interface__["data"][0]
+        del got
+        again = f(a, b, cc)
+        assert again.__array_interface__["data"][0] == address
+        del again
+    one_row = rng.normal(size=(1, 3))          # the Dot's result (1,) lies in the offered block
+    np.testing.assert_allclose(f(one_row, b, cc), np.tanh(one_row @ b) + cc, rtol=1e-14)
+    held = [f(a, b, cc) for _ in range(3)] + [f(a, b, -cc)]
+    for got, sign in zip(held, (1, 1, 1, -1)):
+        np.testing.assert_allclose(got, np.tanh(a @ b) + sign * cc, rtol=1e-14)

@@ -283,7 +283,11 @@ class _Generator:
         return "%s:;\n%s" % (label, _dedent(var.type.c_cleanup(name, sub)))
 
     def _offers(self, computed):
-        """Computed outputs may be written straight into blocks the host offers."""
+        """Computed outputs may be written straight into blocks the host offers. An output computed
+        in place over an intermediate (a fused loop that destroys its input) takes that input's
+        memory: then the node that first allocates the chain is offered the block as well, so the
+        result still lands in the host's array (the destroying node takes the block over, or, when
+        it cannot, allocates its own and leaves the block alone)."""
         lines = []
         for slot, var in enumerate(self.outputs):
             if var.owner is not None and var not in self.outputs[:slot]:
@@ -291,7 +295,28 @@ class _Generator:
                 code = _optional(var.type, "c_offer_output", self.name(var), sub)
                 if code:
                     lines.append(code)
+                    origin = self._in_place_origin(var)
+                    if origin is not None:
+                        lines.append("%s  %s" % (_optional(origin.type, "c_offer_output", self.name(origin), sub),
+                                                 _comment("%s: %s is computed in place over it" % (origin, var))))
         return "\n".join(lines) + ("\n" if lines else "")
+
+    def _in_place_origin(self, var):
+        """The first intermediate of the chain of in-place results ending at output ``var`` (each
+        destroying the one before), or None: one of the same type, not itself a graph input or
+        output, whose only reader is the node that destroys it."""
+        origin, node = None, var.owner
+        while node is not None:
+            destroyed = node.op.destroy_map.get(node.outputs.index(var)) if getattr(node.op, "destroy_map", None) \
+                else None
+            if not destroyed:
+                break
+            source = node.inputs[destroyed[0]]
+            if (source.owner is None or source in self.outputs or source.type != var.type
+                    or len(self.fgraph.clients.get(source, ())) != 1):
+                break
+            origin, var, node = source, source, source.owner
+        return origin
 
     def _syncs(self, fail_label):
         """Hand every output to its slot, on success only (after all nodes ran)."""
