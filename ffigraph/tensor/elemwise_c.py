@@ -102,7 +102,8 @@ def _chunk_function(op, node, name):
     element = _element(ins, ctypes, operand_dtypes, locals_, expr, check, nd, sub, store="po_%d[i%d] = %%s;"
                        % (nd - 1, nd - 1))
     body.append("if (ffg_size(%d, shape) > 0) {" % nd)
-    body += ["    " + ln for ln in _nest(ins, ctypes, nd, element, bounded=True, out_ctype=octype)]
+    body += ["    " + ln for ln in _nest(ins, ctypes, nd, element, bounded=True, out_ctype=octype,
+                                          invariant=_last_axis_broadcast(node))]
     body.append("}")
     body += ["(void)err;", "return 0;"]
     return "\n".join(lines + ["    " + ln for ln in body] + ["}"])
@@ -132,7 +133,8 @@ def elemwise_c_code(op, node, inputs, outputs, sub, name=None):
         lines += ["    " + ln for ln in threads_c.run_chunks(name, "L", sub)]
         lines.append("}")
     else:
-        lines += _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub)
+        lines += _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub,
+                        _last_axis_broadcast(node))
     return "\n".join(lines)
 
 
@@ -164,7 +166,7 @@ def _broadcast(op, inputs, nd, sub):
     return lines
 
 
-def _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub):
+def _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dtype, nd, sub, invariant=()):
     """Nested loops over the output; each input steps by 0 along its broadcast axes."""
     ctypes = [c_element_type(d) for d in in_dtypes]
     octype = c_element_type(out_dtype)
@@ -182,7 +184,7 @@ def _loops(inputs, in_dtypes, operand_dtypes, locals_, expr, check, out, out_dty
     if nd == 0:
         body += element(lambda i: "0")
     else:
-        body += _nest(inputs, ctypes, nd, element)
+        body += _nest(inputs, ctypes, nd, element, invariant=invariant)
     lines += ["    " + ln for ln in body]
     lines.append("}")
     return lines
@@ -217,9 +219,16 @@ def np_name(ctype):
     raise KeyError(ctype)
 
 
-def _nest(inputs, ctypes, nd, element, bounded=False, out_ctype=None):
+def _last_axis_broadcast(node):
+    """Indices of the inputs broadcast along the last axis by their type (length 1 there: stride 0
+    in every call), such as a constant scalar made a vector."""
+    return {i for i, v in enumerate(node.inputs) if v.type.ndim and v.type.broadcastable[-1]}
+
+
+def _nest(inputs, ctypes, nd, element, bounded=False, out_ctype=None, invariant=()):
     """Loops over axes 0..nd-2 advance each input's pointer; the last axis has two versions:
-    every input contiguous there (plain indexing the compiler can vectorise), or strided.
+    every input contiguous there (plain indexing the compiler can vectorise; an input in
+    ``invariant``, broadcast along that axis by its type, reads its one element), or strided.
     ``bounded``: each axis d runs over [lo[d], hi[d]) (a chunk of a threaded loop) and the output
     pointer ``po_<d>`` (C-contiguous) advances with the inputs'."""
     lines = []
@@ -238,14 +247,14 @@ def _nest(inputs, ctypes, nd, element, bounded=False, out_ctype=None):
             lines.append("%s%s *po_%d = po_%d + i%d * L->out->strides[%d];"
                          % (indent, out_ctype, d + 1, d, d, d))
     last = nd - 1
-    contiguous = " && ".join("st%d[%d] == 1" % (i, last) for i in range(len(inputs))) or "1"
+    contiguous = " && ".join("st%d[%d] == 1" % (i, last) for i in range(len(inputs)) if i not in invariant) or "1"
     lines.append("%s{" % indent)
     lines.append("%s    int64_t i%d;" % (indent, last))
     lines.append("%s    const int64_t n = %s;" % (indent, ("hi[%d]" if bounded else "shape[%d]") % last))
     lines.append("%s    if (%s) {" % (indent, contiguous))
     lines.append("%s        for (i%d = %s; i%d < n; ++i%d) {" % (indent, last, start.replace("%d", str(last)),
                                                                  last, last))
-    for ln in element(lambda i: "i%d" % last):
+    for ln in element(lambda i: "0" if i in invariant else "i%d" % last):
         lines.append("%s            %s" % (indent, ln))
     lines.append("%s        }" % indent)
     lines.append("%s    } else {" % indent)

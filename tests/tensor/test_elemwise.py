@@ -630,3 +630,23 @@ def test_broadcast_zero_length_against_one(sa, sb, mode):
     # numpy broadcasts a length-1 axis against a length-0 one to length 0
     a, b = sample("float64", sa), sample("float64", sb)
     check(T.add, np.add, [a, b], mode, dtype="float64")
+
+
+def test_inputs_broadcast_along_the_last_axis_by_type_take_the_contiguous_loop():
+    """An input whose type is broadcast along the last axis (a constant scalar, a column) reads its
+    one element in the contiguous loop; the others must still be contiguous there, else the strided
+    loop runs. One function, several separate Elemwise nodes (nothing fuses two outputs)."""
+    m, col, x = T.dmatrix("m"), T.TensorType("float64", (False, True))("col"), T.fvector("x")
+    f = function([m, col, x], [m + col, m * 2.0, x - np.float32(1.5), col * 3.0],
+                 mode=ffigraph.Mode(linker="c"))
+    rng = np.random.default_rng(3)
+    full = rng.normal(size=(5, 8))
+    for mm in (full, full[:, ::2], full[::-1, ::-1], full[:0], full.T.copy().T):
+        c = rng.normal(size=(mm.shape[0], 1))
+        xv = np.array([0.5, np.nan, -np.inf, 3.0], np.float32)
+        got = f(mm, c, xv)
+        np.testing.assert_array_equal(got[0], mm + c)
+        np.testing.assert_array_equal(got[1], mm * 2.0)
+        np.testing.assert_array_equal(got[2], xv - np.float32(1.5))
+        assert got[2].dtype == np.float32
+        np.testing.assert_array_equal(got[3], c * 3.0)
