@@ -5,6 +5,8 @@ from ffigraph.tensor.math import *  # noqa: F401,F403
 from ffigraph.tensor.math import __all__ as _math_all
 from ffigraph.tensor.shapes import Reshape, flatten, inferred_shape, reshape, shape, shape_i
 from ffigraph.tensor.subtensor import IncSubtensor, Subtensor, inc_subtensor, set_subtensor
+from ffigraph.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1, AdvancedSubtensor,
+                                                AdvancedSubtensor1, flatnonzero, nonzero, take)
 from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
@@ -12,5 +14,7 @@ from ffigraph.tensor.gradient import grad, hessian, jacobian  # noqa: E402  (The
 
 __all__ = list(_basic_all) + list(_math_all) + [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
-    "IncSubtensor", "inc_subtensor", "set_subtensor", "SumToShape", "sum_to_shape", "grad", "jacobian", "hessian",
+    "IncSubtensor", "inc_subtensor", "set_subtensor", "AdvancedSubtensor1", "AdvancedSubtensor",
+    "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
+    "grad", "jacobian", "hessian",
 ]

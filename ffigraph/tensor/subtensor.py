@@ -1,8 +1,8 @@
 """Basic indexing: integers, slices (any step, negative included), ``None``/newaxis, ``...``.
 
 The result is a view of the input. Index values may be Python ints or
-symbolic integer scalars. Advanced (array or boolean) indexing is not
-implemented yet and says so.
+symbolic integer scalars. An index with an integer array or a boolean mask
+(advanced indexing) goes to advanced_subtensor.py, with numpy's rules.
 """
 from __future__ import annotations
 
@@ -171,9 +171,16 @@ def _index_part(p, what):
 
 
 def getitem(x, index):
-    """``x[index]`` for basic indexing."""
+    """``x[index]``: basic indexing here, advanced indexing (integer arrays, masks) in advanced_subtensor.py."""
     x = as_tensor_variable(x)
     index = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu" for i in index):
+        index = tuple(int(i) if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu" else i
+                      for i in index)   # a 0-d integer array indexes as an int (numpy's rule)
+    from ffigraph.tensor import advanced_subtensor
+
+    if any(advanced_subtensor.is_advanced_part(i) for i in index):
+        return advanced_subtensor.advanced_getitem(x, index)
     n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
     if sum(1 for i in index if i is Ellipsis) > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -197,9 +204,6 @@ def getitem(x, index):
             idx_list.append(("slice",) + tuple(p for p, _ in parts))
             inputs.extend(v for _, v in parts if v is not None)
             layout.append("kept")
-        elif isinstance(i, (list, np.ndarray)) or (isinstance(i, Variable) and getattr(i.type, "ndim", 0) > 0):
-            raise NotImplementedError("advanced indexing (with an array of indices or a boolean mask) "
-                                      "is not implemented yet; use basic indexing with ints and slices")
         else:
             p, v = _index_part(i, "index")
             idx_list.append(("int", p))
@@ -322,7 +326,12 @@ class IncSubtensor(DelegatedCOp, Op):
 
 
 def _inc_or_set(x_sub, y, set_instead_of_inc, what):
+    from ffigraph.tensor.advanced_subtensor import inc_or_set_advanced
+
     x_sub = as_tensor_variable(x_sub)
+    advanced = inc_or_set_advanced(x_sub, y, set_instead_of_inc)
+    if advanced is not None:
+        return advanced
     owner = x_sub.owner
     if owner is not None and isinstance(owner.op, Subtensor):
         return IncSubtensor(owner.op.idx_list, set_instead_of_inc)(owner.inputs[0], y, *owner.inputs[1:])
@@ -337,14 +346,16 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, what):
 def inc_subtensor(x_sub, y):
     """``x`` with ``y`` added to the part ``x_sub = x[idx]`` (a fresh array): ``inc_subtensor(x[1:3], y)``.
 
-    When ``x_sub`` is not an indexing result it stands for the whole of itself: ``x_sub + y``
-    broadcast to ``x_sub``'s shape (and dtype)."""
+    With advanced indexing (``x[idx]``, an integer array or a mask) a place picked twice gets ``y``
+    added twice, as ``numpy.add.at``. When ``x_sub`` is not an indexing result it stands for the
+    whole of itself: ``x_sub + y`` broadcast to ``x_sub``'s shape (and dtype)."""
     return _inc_or_set(x_sub, y, False, "inc_subtensor")
 
 
 def set_subtensor(x_sub, y):
     """``x`` with the part ``x_sub = x[idx]`` replaced by ``y`` (a fresh array): ``set_subtensor(x[0], 0)``.
 
-    When ``x_sub`` is not an indexing result it stands for the whole of itself: ``y``
-    broadcast to ``x_sub``'s shape, cast to its dtype."""
+    With advanced indexing a place picked twice keeps the last write, as ``x[idx] = y``. When
+    ``x_sub`` is not an indexing result it stands for the whole of itself: ``y`` broadcast to
+    ``x_sub``'s shape, cast to its dtype."""
     return _inc_or_set(x_sub, y, True, "set_subtensor")

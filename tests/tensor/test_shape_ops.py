@@ -613,11 +613,13 @@ def test_slice_step_zero_raises(mode):
     np.testing.assert_array_equal(f(np.arange(12.0).reshape(3, 4), -1), np.arange(12.0).reshape(3, 4)[::-1])
 
 
-def test_advanced_indexing_not_implemented():
+def test_advanced_indexing_goes_to_the_advanced_ops():
+    """Arrays and masks in an index make it advanced (tests/tensor/test_advanced_indexing.py checks them)."""
+    from ffigraph.tensor.advanced_subtensor import AdvancedSubtensor, AdvancedSubtensor1
+
     x = T.dmatrix()
     for index in ([0, 1], np.array([0, 1]), (slice(None), [1, 2]), T.lvector(), (0, np.array([True, False]))):
-        with pytest.raises(NotImplementedError):
-            x[index]
+        assert isinstance(x[index].owner.op, (AdvancedSubtensor, AdvancedSubtensor1)), index
 
 
 def test_bad_index_types_raise():
