@@ -11,6 +11,8 @@ from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
 from ffigraph.tensor.gradient import grad, hessian, jacobian  # noqa: E402  (Theano's T.grad)
+from ffigraph.tensor import nnet, special  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, ...)
+from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)
 
 __all__ = list(_basic_all) + list(_math_all) + [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
@@ -18,3 +20,4 @@ __all__ = list(_basic_all) + list(_math_all) + [
     "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
     "grad", "jacobian", "hessian",
 ]
+__all__ += ["logsumexp"]
