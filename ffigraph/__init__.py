@@ -14,6 +14,15 @@ from ffigraph.gradient import grad, hessian, jacobian, verify_grad
 from ffigraph import tensor, printing  # noqa: E402,F401
 # the export layer plugs f.export() into the compile layer when imported
 from ffigraph import export  # noqa: E402,F401
+# Random streams make shared variables, so they live in the compile layer; users import them from
+# the tensor paths of PyTensor (tensor.random.utils) and Theano (tensor.shared_randomstreams), which
+# may not import compile (.importlinter): the root, which may name every layer, puts them there.
+from ffigraph.compile.random_stream import MRG_RandomStreams, RandomStream, RandomStreams  # noqa: E402
+from ffigraph.tensor import shared_randomstreams as _shared_randomstreams  # noqa: E402
+from ffigraph.tensor.random import utils as _random_utils  # noqa: E402
+
+_random_utils.RandomStream = RandomStream
+_shared_randomstreams.RandomStreams = RandomStreams
 from ffigraph.linkers import devices as _devices  # noqa: E402
 
 # This module is the composition root: the one place that may name every layer (docs/layers.md).
@@ -33,4 +42,4 @@ __version__ = "0.1.0"
 
 __all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode",
            "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "grad", "jacobian", "hessian", "verify_grad",
-           "__version__"]
+           "RandomStream", "RandomStreams", "MRG_RandomStreams", "__version__"]
