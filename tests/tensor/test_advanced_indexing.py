@@ -6,6 +6,8 @@ and gradients, under the 'py' and 'c' linkers (the ``mode`` fixture) and once un
 Many cases share one compiled function (helpers.check_cases: one output per case, called on
 contiguous, strided and reversed copies of every value, index arrays and masks included).
 """
+import shutil
+
 import numpy as np
 import pytest
 
@@ -370,3 +372,28 @@ def test_bounds_checked_on_empty_results(mode):
     assert [g.shape for g in got] == [(1, 0), (0, 1), (0, 1)]
     _raises(IndexError, f, (xv, np.array([5]), np.array([0]), none, 0), "index 5 is out of bounds for axis 0 with size 3")
     _raises(IndexError, f, (xv, np.array([1]), np.array([0]), none, 9), "index 9 is out of bounds for axis 1 with size 4")
+
+
+@pytest.mark.skipif(any(shutil.which(t) is None for t in ("make", "gcc")),
+                    reason="exports are built with make and gcc; one is missing")
+def test_bad_index_from_a_c_host(tmp_path):
+    """An exported x[idx] run from C with an index out of range returns FFG_ERR_INDEX with the
+    message, never a crash; with good indices it prints numpy's answer."""
+    from export_helpers import no_python_env, parse_printed, run
+
+    x = T.dmatrix("x")
+    idx = T.lvector("idx")
+    f = function([x, idx], [x[idx], x[:, idx]], name="gather")
+    xv = np.arange(12.0).reshape(3, 4)
+    env = no_python_env(tmp_path)
+    good = f.export(str(tmp_path / "good"), example_inputs=[xv, np.array([2, -1, 0])])
+    run(["make", "-s"], good.directory, env)
+    printed = parse_printed(run(["./example"], good.directory, env).stdout)
+    outs = [str(v) for v in f.maker.fgraph.outputs]
+    np.testing.assert_array_equal(printed[("output", outs[0])], xv[[2, -1, 0]])
+    np.testing.assert_array_equal(printed[("output", outs[1])], xv[:, [2, -1, 0]])
+    bad = f.export(str(tmp_path / "bad"), example_inputs=[xv, np.array([0, 3])])
+    run(["make", "-s"], bad.directory, env)
+    proc = run(["./example"], bad.directory, env, check=False)
+    assert proc.returncode == 1, proc
+    assert "error 3" in proc.stderr and "index 3 is out of bounds for axis 0 with size 3" in proc.stderr, proc.stderr
