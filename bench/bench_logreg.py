@@ -36,7 +36,6 @@ import argparse  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
-import timeit  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -44,8 +43,11 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "examples"))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)  # (when this file is loaded from outside bench/)
 
 import logistic_regression as lr  # noqa: E402
+from timing import load_average, time_interleaved  # noqa: E402
 
 CHECK_STEPS = 50
 CHECK_RTOL = 1e-9
@@ -146,29 +148,6 @@ def check(impls):
     return max(max(float(np.max(np.abs(w - w_ref))), abs(b - b_ref)) for w, b in finals.values())
 
 
-# ---------------------------------------------------------------------------- timing
-
-def time_interleaved(fns, repeat, number, clock):
-    """Best-of-``repeat`` seconds per call for each of ``fns`` (dict), ``number`` calls a timing, rounds interleaved."""
-    timers = {k: timeit.Timer(f, timer=clock) for k, f in fns.items()}  # timeit turns the GC off while timing
-    for t in timers.values():
-        t.timeit(number)  # warm up
-    best = {k: float("inf") for k in fns}
-    keys = list(fns)
-    for r in range(repeat):
-        shift = r % len(keys)
-        for k in keys[shift:] + keys[:shift]:
-            best[k] = min(best[k], timers[k].timeit(number) / number)
-    return best
-
-
-def load_average():
-    try:
-        return "%.2f" % os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return "?"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps and repeats (smoke run)")
@@ -184,7 +163,6 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write the timings as JSON (bench/run_all.py reads it)")
     args = parser.parse_args(argv)
     if args.plot:
-        sys.path.insert(0, HERE)  # main(argv) may be called from outside bench/
         import plot
         plot.check_path(parser, args.plot)
     repeat = args.repeat if args.repeat is not None else (3 if args.quick else 7)

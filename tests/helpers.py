@@ -216,6 +216,16 @@ def sample(dtype, shape, rng=None, low=-3, high=3, special=False):
     return arr
 
 
+def assert_raises(exc, f, args, *fragments):
+    """``f(*args)`` raises ``exc`` whose message holds every one of ``fragments``."""
+    import pytest
+
+    with pytest.raises(exc) as info:
+        f(*args)
+    for frag in fragments:
+        assert frag in str(info.value), str(info.value)
+
+
 def skip_without_c_code(mode, *dtypes):
     """Complex values have no C code yet (they run in Python under 'c|py' and 'cvm'); the
     whole-graph C linker, which needs C for every node, cannot run them."""

@@ -33,8 +33,9 @@ import numpy as np
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
-from ffigraph.tensor.basic import as_tensor_variable, cast, constant
-from ffigraph.tensor.subtensor import SYMBOLIC, _index_part, _static_slice_length, _symbolic_slice_length
+from ffigraph.tensor.basic import _flatten, as_tensor_variable, cast, constant
+from ffigraph.tensor.subtensor import (SYMBOLIC, _check_y, _inc_grads, _IncrementOp, _index_part, _is_integer,
+                                       _slice_entry, _static_slice_length, _symbolic_slice_length)
 from ffigraph.tensor.type import TensorType
 
 # The entries of an advanced index (``idx_list``), in the order of the index:
@@ -386,10 +387,6 @@ def _gather(op, x, idx):
     return out
 
 
-def _is_integer(dtype):
-    return np.dtype(dtype).kind in "biu"
-
-
 # ------------------------------------------------------------------ reading
 
 
@@ -487,23 +484,6 @@ class AdvancedSubtensor(DelegatedCOp, Op):
 # ------------------------------------------------------------------ writing
 
 
-def _check_y(op, x, y, region_type):
-    """``y`` cast to ``x``'s dtype, after checking it can broadcast to the indexed region."""
-    if y.ndim > region_type.ndim:
-        raise TypeError("%s: y=%s has %d dimensions, more than the %d of the indexed region of %s"
-                        % (op, y, y.ndim, region_type.ndim, x))
-    if not np.can_cast(y.dtype, x.dtype, casting="same_kind"):
-        raise TypeError("%s: y=%s of dtype %s cannot be cast to the dtype %s of %s (numpy's same_kind rule)"
-                        % (op, y, y.dtype, x.dtype, x))
-    lead = region_type.ndim - y.ndim
-    for axis, ysize in enumerate(y.type.shape):
-        rsize = region_type.shape[lead + axis]
-        if ysize not in (None, 1) and rsize is not None and ysize != rsize:
-            raise ValueError("%s: y=%s of static shape %s cannot be broadcast to the indexed region's static "
-                             "shape %s" % (op, y, y.type.shape, region_type.shape))
-    return cast(y, x.dtype)
-
-
 def _scatter(op, x, y, idx, set_instead_of_inc):
     """A copy of ``x`` with ``y`` added at ``idx`` (numpy.add.at) or set there (``x[idx] = y``).
 
@@ -528,31 +508,6 @@ def _scatter(op, x, y, idx, set_instead_of_inc):
         else:
             np.add.at(flat, where, values)
     return out
-
-
-def _inc_grads(op, inputs, output_grads, region_of, inc_op):
-    """L_op of the two increment ops: x gets the gradient where y was not written (all of it for
-    an increment); y gets the gradient of the places it went to, summed over the axes it was
-    broadcast along (and over repeats)."""
-    from ffigraph.tensor.gradient import disconnected_type
-    from ffigraph.tensor.basic import zeros_like
-    from ffigraph.tensor.elemwise_grad import sum_to_input
-    from ffigraph.tensor.math import sum as tsum
-
-    x, y, index_inputs = inputs[0], inputs[1], inputs[2:]
-    (gz,) = output_grads
-    rest = [disconnected_type() for _ in index_inputs]
-    if _is_integer(x.type.dtype):
-        gy = zeros_like(y, dtype="floatX" if _is_integer(y.type.dtype) else None)
-        return [zeros_like(x, dtype="floatX"), gy] + rest
-    gx = gz
-    if op.set_instead_of_inc:
-        gx = inc_op(gz, constant(np.zeros((), dtype=gz.type.dtype)), *index_inputs)
-    region = region_of(gz, *index_inputs)
-    lead = region.type.ndim - y.type.ndim
-    gy = tsum(region, axis=tuple(range(lead))) if lead else region
-    gy = sum_to_input(gy, y, [region.type.shape[lead:]])
-    return [gx, gy] + rest
 
 
 class AdvancedIncSubtensor1(DelegatedCOp, Op):
@@ -587,30 +542,20 @@ class AdvancedIncSubtensor1(DelegatedCOp, Op):
         return [[True], [True], [False]]
 
     def L_op(self, inputs, outputs, output_grads):
-        return _inc_grads(self, inputs, output_grads, lambda g, i: AdvancedSubtensor1()(g, i),
-                          AdvancedIncSubtensor1(True))
+        return _inc_grads(self, inputs, output_grads, AdvancedSubtensor1(), AdvancedIncSubtensor1(True))
 
     def __str__(self):
         return "AdvancedSetSubtensor1" if self.set_instead_of_inc else "AdvancedIncSubtensor1"
 
 
-class AdvancedIncSubtensor(DelegatedCOp, Op):
+class AdvancedIncSubtensor(_IncrementOp, DelegatedCOp, Op):
     """A fresh copy of ``x`` with ``y`` added at the places ``x[idx_list]`` reads (places read twice
     get both, as ``numpy.add.at``), or with ``set_instead_of_inc`` written there (the last write
     wins, as ``x[idx] = y``). The index inputs follow ``x`` and ``y``."""
 
     c_impl = "ffigraph.tensor.advanced_subtensor_c"
     __props__ = ("idx_list", "set_instead_of_inc")
-
-    def __init__(self, idx_list, set_instead_of_inc=False):
-        self.idx_list = tuple(tuple(e) for e in idx_list)
-        self.set_instead_of_inc = bool(set_instead_of_inc)
-
-    def make_node(self, x, y, *index_inputs):
-        x, y = as_tensor_variable(x), as_tensor_variable(y)
-        region = AdvancedSubtensor(self.idx_list).make_node(x, *index_inputs)
-        y = _check_y(self, x, y, region.outputs[0].type)
-        return Apply(self, [x, y] + region.inputs[1:], [TensorType(x.dtype, x.type.shape)()])
+    reader = AdvancedSubtensor
 
     def plan(self, node, first_index=2):
         return Plan(self.idx_list, node.inputs[0].type.ndim, [i.type.ndim for i in node.inputs[first_index:]])
@@ -619,16 +564,6 @@ class AdvancedIncSubtensor(DelegatedCOp, Op):
         x, y = inputs[0], inputs[1]
         idx = _numpy_index(self.idx_list, inputs[2:])
         output_storage[0][0] = _scatter(self, x, y, idx, self.set_instead_of_inc)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-    def connection_pattern(self, node):
-        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
-
-    def L_op(self, inputs, outputs, output_grads):
-        return _inc_grads(self, inputs, output_grads, lambda g, *i: AdvancedSubtensor(self.idx_list)(g, *i),
-                          AdvancedIncSubtensor(self.idx_list, True))
 
     def __str__(self):
         name = "AdvancedSetSubtensor" if self.set_instead_of_inc else "AdvancedIncSubtensor"
@@ -664,7 +599,7 @@ def is_advanced_part(i):
 def _as_index_array(i):
     """A list or numpy array of an index as a tensor (an empty list is an int64 vector, as in numpy)."""
     if isinstance(i, list):
-        flat = list(_flat(i))
+        flat = list(_flatten(i))
         if any(isinstance(e, (slice, type(None), type(Ellipsis))) for e in flat):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and integer or "
                              "boolean arrays are valid indices; a list may hold only integers or booleans: %r" % (i,))
@@ -679,14 +614,6 @@ def _as_index_array(i):
     return as_tensor_variable(i)
 
 
-def _flat(seq):
-    for e in seq:
-        if isinstance(e, (list, tuple)):
-            yield from _flat(e)
-        else:
-            yield e
-
-
 def advanced_getitem(x, index):
     """``x[index]`` when ``index`` holds an integer array or a mask (``getitem`` sends it here)."""
     x = as_tensor_variable(x)
@@ -699,11 +626,9 @@ def advanced_getitem(x, index):
         elif i is Ellipsis:
             entries.append(("ellipsis",))
         elif isinstance(i, slice):
-            parts = [_index_part(p, "slice bound") for p in (i.start, i.stop, i.step)]
-            if parts[2][0] == 0:
-                raise ValueError("slice step cannot be zero")
-            entries.append(("slice",) + tuple(p for p, _ in parts))
-            inputs.extend(v for _, v in parts if v is not None)
+            entry, slice_inputs = _slice_entry(i)
+            entries.append(entry)
+            inputs.extend(slice_inputs)
         elif isinstance(i, (bool, np.bool_)):
             entries.append(("mask",))
             inputs.append(constant(np.asarray(i, dtype=bool)))

@@ -29,7 +29,7 @@ import numpy as np
 from ffigraph.tensor import advanced_subtensor as adv
 from ffigraph.tensor.build_c import STRIDED_COPY_C
 from ffigraph.tensor.ctype import c_element_type
-from ffigraph.tensor.inc_subtensor_c import _update
+from ffigraph.tensor.inc_subtensor_c import _update, _y_strides_code
 from ffigraph.tensor.subtensor_c import SLICE_C, _c_int, _c_message
 
 ADVANCED_INDEX_C = r"""
@@ -39,44 +39,50 @@ ADVANCED_INDEX_C = r"""
  * INT64_MAX sets *huge (it is out of bounds for any axis). */
 static int64_t ffg_read_index(const char *p, int is_signed, int itemsize, int *huge)
 {
+    union {
+        int8_t i8;
+        uint8_t u8;
+        int16_t i16;
+        uint16_t u16;
+        int32_t i32;
+        uint32_t u32;
+        int64_t i64;
+        uint64_t u64;
+    } v;   /* the value's bytes, copied (p need not be aligned) */
     *huge = 0;
     switch (itemsize) {
     case 1:
-        return is_signed ? (int64_t)*(const int8_t *)p : (int64_t)*(const uint8_t *)p;
-    case 2: {
-        int16_t s;
-        uint16_t u;
-        if (is_signed) {
-            memcpy(&s, p, 2);
-            return s;
-        }
-        memcpy(&u, p, 2);
-        return u;
-    }
-    case 4: {
-        int32_t s;
-        uint32_t u;
-        if (is_signed) {
-            memcpy(&s, p, 4);
-            return s;
-        }
-        memcpy(&u, p, 4);
-        return u;
-    }
-    default: {
-        int64_t s;
-        uint64_t u;
-        if (is_signed) {
-            memcpy(&s, p, 8);
-            return s;
-        }
-        memcpy(&u, p, 8);
-        if (u > (uint64_t)INT64_MAX) {
+        memcpy(&v, p, 1);
+        return is_signed ? (int64_t)v.i8 : (int64_t)v.u8;
+    case 2:
+        memcpy(&v, p, 2);
+        return is_signed ? (int64_t)v.i16 : (int64_t)v.u16;
+    case 4:
+        memcpy(&v, p, 4);
+        return is_signed ? (int64_t)v.i32 : (int64_t)v.u32;
+    default:
+        memcpy(&v, p, 8);
+        if (is_signed)
+            return v.i64;
+        if (v.u64 > (uint64_t)INT64_MAX) {
             *huge = 1;
             return INT64_MAX;
         }
-        return (int64_t)u;
+        return (int64_t)v.u64;
     }
+}
+
+/* The next position of an odometer over k axes of lengths shape, in C order: the indices idx
+ * advance (the last fastest, back to 0 after the last position) and *off by the strides. */
+static void ffg_odometer_next(int k, const int64_t *shape, const int64_t *strides, int64_t *idx, int64_t *off)
+{
+    int d;
+    for (d = k - 1; d >= 0; --d) {
+        *off += strides[d];
+        if (++idx[d] < shape[d])
+            return;
+        *off -= shape[d] * strides[d];
+        idx[d] = 0;
     }
 }
 
@@ -117,14 +123,7 @@ static int ffg_index_offsets(int64_t *table, int nb, const int64_t *bshape, cons
             return -1;
         }
         table[b] += (v < 0 ? v + n : v) * xstride;
-        /* the next position: an odometer over the broadcast axes */
-        for (d = nb - 1; d >= 0; --d) {
-            off += strides[d];
-            if (++idx[d] < bshape[d])
-                break;
-            off -= bshape[d] * strides[d];
-            idx[d] = 0;
-        }
+        ffg_odometer_next(nb, bshape, strides, idx, &off);   /* the next position */
     }
     return 0;
 }
@@ -146,13 +145,7 @@ static int64_t ffg_mask_true(const char *data, int k, const int64_t *shape, cons
                     coords[count * k + d] = idx[d];
             ++count;
         }
-        for (d = k - 1; d >= 0; --d) {
-            off += strides[d];
-            if (++idx[d] < shape[d])
-                break;
-            off -= shape[d] * strides[d];
-            idx[d] = 0;
-        }
+        ffg_odometer_next(k, shape, strides, idx, &off);
     }
     return count;
 }
@@ -588,26 +581,7 @@ def _scatter_code(op, node, name, inputs, outputs, sub):
              allocator=sub["allocator"], err=sub["err"], fail=sub["fail"], walk=_indent(plan.walk(inner, True), 8),
              what="set y into" if op.set_instead_of_inc else "add y to",
              order="the last write wins" if op.set_instead_of_inc else "repeated places add up")
-    ycheck = ""
-    if ynd:
-        ycheck = """    for (k = 0; k < %(ynd)d; ++k) {
-        if (%(y)s.shape[k] == rshape[%(lead)d + k]) {
-            ystep[%(lead)d + k] = %(y)s.strides[k];
-        } else if (%(y)s.shape[k] == 1) {
-            ystep[%(lead)d + k] = 0;
-        } else {
-            char sy[160], sr[160], sx[160];
-            ffg_format_shape(sy, sizeof sy, %(ynd)d, %(y)s.shape);
-            ffg_format_shape(sr, sizeof sr, %(rnd)d, rshape);
-            ffg_format_shape(sx, sizeof sx, %(nd)d, %(x)s.shape);
-            ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
-                          "%(label)s: y of shape %%s cannot be broadcast to the indexed region's shape %%s "
-                          "(x has shape %%s)", sy, sr, sx);
-            %(fail)s
-        }
-    }
-""" % d
-    d["ycheck"] = ycheck
+    d["ycheck"] = _y_strides_code(d, "ystep", "rshape") + "\n" if ynd else ""
     return """/* %(label)s: a fresh copy of %(x)s, then %(what)s the places the index picks (%(order)s) */
 %(decls)s
 if (ffg_alloc_array(&%(z)s, %(nd)d, %(x)s.shape, sizeof(%(ctype)s), %(allocator)s, %(err)s))

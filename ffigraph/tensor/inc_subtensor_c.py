@@ -36,6 +36,29 @@ def _update(dtype, ctype, dst, src):
     return "%s = %s + %s;" % (dst, dst, src)
 
 
+def _y_strides_code(d, steps, rshape):
+    """C (in a block declaring ``int k``) that sets ``steps[lead + k]`` to y's stride along each of
+    its axes ``k`` (y lines up with the last axes of the region, of shape ``rshape``), 0 where y has
+    length 1, and fails with FFG_ERR_VALUE naming the shapes where y has another length than the
+    region's. ``d``: the names y, x, err, fail, label and the numbers ynd, rnd, nd, lead."""
+    return """    for (k = 0; k < %(ynd)d; ++k) {
+        if (%(y)s.shape[k] == %(rshape)s[%(lead)d + k]) {
+            %(steps)s[%(lead)d + k] = %(y)s.strides[k];
+        } else if (%(y)s.shape[k] == 1) {
+            %(steps)s[%(lead)d + k] = 0;
+        } else {
+            char sy[160], sr[160], sx[160];
+            ffg_format_shape(sy, sizeof sy, %(ynd)d, %(y)s.shape);
+            ffg_format_shape(sr, sizeof sr, %(rnd)d, %(rshape)s);
+            ffg_format_shape(sx, sizeof sx, %(nd)d, %(x)s.shape);
+            ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
+                          "%(label)s: y of shape %%s cannot be broadcast to the indexed region's shape %%s "
+                          "(x has shape %%s)", sy, sr, sx);
+            %(fail)s
+        }
+    }""" % dict(d, steps=steps, rshape=rshape)
+
+
 def c_code(op, node, name, inputs, outputs, sub):
     x, y, scalars = inputs[0], inputs[1], list(inputs[2:])
     (z,) = outputs
@@ -69,22 +92,7 @@ ffg_strided_copy(%(z)s.data, %(z)s.strides, %(x)s.data, %(x)s.strides, %(x)s.sha
     for (k = 0; k < %(lead)d; ++k)
         y_strides[k] = 0;""" % d]
     if ynd:
-        code.append("""    for (k = 0; k < %(ynd)d; ++k) {
-        if (%(y)s.shape[k] == region.shape[%(lead)d + k]) {
-            y_strides[%(lead)d + k] = %(y)s.strides[k];
-        } else if (%(y)s.shape[k] == 1) {
-            y_strides[%(lead)d + k] = 0;
-        } else {
-            char sy[160], sr[160], sx[160];
-            ffg_format_shape(sy, sizeof sy, %(ynd)d, %(y)s.shape);
-            ffg_format_shape(sr, sizeof sr, %(rnd)d, region.shape);
-            ffg_format_shape(sx, sizeof sx, %(nd)d, %(x)s.shape);
-            ffg_set_error(%(err)s, FFG_ERR_VALUE, -1,
-                          "%(label)s: y of shape %%s cannot be broadcast to the indexed region's shape %%s "
-                          "(x has shape %%s)", sy, sr, sx);
-            %(fail)s
-        }
-    }""" % d)
+        code.append(_y_strides_code(d, "y_strides", "region.shape"))
     if op.set_instead_of_inc:
         code.append("""    ffg_strided_copy(region.data, region.strides, %(y)s.data, y_strides, region.shape, %(rnd)d,
                      sizeof(%(ctype)s));

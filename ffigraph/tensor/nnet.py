@@ -155,11 +155,6 @@ def check_labels(op, labels, n_rows, n_classes):
     return labels.astype(np.int64)
 
 
-def _check_rows(op, what, values, n_rows):
-    if np.shape(values)[0] != n_rows:
-        raise ValueError("%s: %d %s for %d rows" % (op, np.shape(values)[0], what, n_rows))
-
-
 class _LabelOp(DelegatedCOp, Op):
     c_impl = "ffigraph.tensor.softmax_c"
     __props__ = ()
@@ -168,27 +163,54 @@ class _LabelOp(DelegatedCOp, Op):
         return type(self).__name__
 
 
-# ------------------------------------------------------------------ categorical cross-entropy
+class _RowLossGradOp(_LabelOp):
+    """The gradient of a ``_RowLossOp`` with respect to its matrix: inputs ``(g, x, labels)``, ``g``
+    the output gradient (a vector, one value per row); the output has the shape of ``x``.
+    ``perform`` checks the inputs and calls ``np_impl(g, x, labels)`` (labels as int64)."""
 
-
-class CrossentropyCategorical1Hot(_LabelOp):
-    """``-log(coding_dist[i, true_one_of_n[i]])`` for each row ``i`` (Theano's op; no advanced indexing).
-
-    Inputs: ``coding_dist`` a float matrix of probabilities (rows: examples, columns: classes),
-    ``true_one_of_n`` an integer vector of labels. Output: a vector, one loss per row."""
-
-    c_kind = "categorical"
-
-    def make_node(self, coding_dist, true_one_of_n):
-        p = _matrix(coding_dist, str(self))
-        y = _labels(true_one_of_n, str(self))
-        return Apply(self, [p, y], [TensorType(p.dtype, (p.type.shape[0],))()])
+    def _node(self, g, x, labels):
+        x = _matrix(x, str(self))
+        g = cast(as_tensor_variable(g), x.dtype)
+        y = _labels(labels, str(self))
+        if g.ndim != 1:
+            raise TypeError("%s: the gradient must be a vector, got %s" % (self, g))
+        return Apply(self, [g, x, y], [x.type()])
 
     def perform(self, node, inputs, output_storage):
-        p, y = inputs
-        y = check_labels(self, y, p.shape[0], p.shape[1])
+        g, x, y = inputs
+        if np.shape(g)[0] != x.shape[0]:
+            raise ValueError("%s: %d gradients for %d rows" % (self, np.shape(g)[0], x.shape[0]))
+        y = check_labels(self, y, x.shape[0], x.shape[1])
         with np.errstate(all="ignore"):
-            out = -np.log(p[np.arange(p.shape[0]), y])
+            out = self.np_impl(g, x, y)
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[1]]
+
+    def L_op(self, inputs, outputs, output_grads):
+        from ffigraph.tensor.gradient import grad_not_implemented
+
+        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+
+
+class _RowLossOp(_LabelOp):
+    """A loss per row of a float matrix ``x`` given integer labels: a vector, one value per row. Its
+    gradient goes to ``x`` only, through ``grad_op(g, x, labels)``. ``perform`` checks the labels
+    and calls ``np_impl(x, labels)`` (labels as int64)."""
+
+    grad_op = None
+
+    def _node(self, x, labels):
+        x = _matrix(x, str(self))
+        y = _labels(labels, str(self))
+        return Apply(self, [x, y], [TensorType(x.dtype, (x.type.shape[0],))()])
+
+    def perform(self, node, inputs, output_storage):
+        x, y = inputs
+        y = check_labels(self, y, x.shape[0], x.shape[1])
+        with np.errstate(all="ignore"):
+            out = self.np_impl(x, y)
         output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
@@ -200,36 +222,28 @@ class CrossentropyCategorical1Hot(_LabelOp):
     def L_op(self, inputs, outputs, output_grads):
         from ffigraph.tensor.gradient import disconnected_type
 
-        p, y = inputs
-        return [crossentropy_categorical_1hot_grad(output_grads[0], p, y), disconnected_type()]
+        x, y = inputs
+        return [self.grad_op(output_grads[0], x, y), disconnected_type()]
 
 
-class CrossentropyCategorical1HotGrad(_LabelOp):
+# ------------------------------------------------------------------ categorical cross-entropy
+
+
+class CrossentropyCategorical1HotGrad(_RowLossGradOp):
     """The gradient of ``CrossentropyCategorical1Hot``: ``-g[i] / coding_dist[i, label[i]]`` at each
     row's label, zeros elsewhere. Inputs ``(g, coding_dist, true_one_of_n)``."""
 
     c_kind = "categorical_grad"
 
     def make_node(self, g, coding_dist, true_one_of_n):
-        p = _matrix(coding_dist, str(self))
-        g = cast(as_tensor_variable(g), p.dtype)
-        y = _labels(true_one_of_n, str(self))
-        if g.ndim != 1:
-            raise TypeError("%s: the gradient must be a vector, got %s" % (self, g))
-        return Apply(self, [g, p, y], [p.type()])
+        return self._node(g, coding_dist, true_one_of_n)
 
-    def perform(self, node, inputs, output_storage):
-        g, p, y = inputs
-        _check_rows(self, "gradients", g, p.shape[0])
-        y = check_labels(self, y, p.shape[0], p.shape[1])
-        out = np.zeros(p.shape, dtype=node.outputs[0].type.numpy_dtype)
+    @staticmethod
+    def np_impl(g, p, labels):
+        out = np.zeros(p.shape, dtype=p.dtype)
         rows = np.arange(p.shape[0])
-        with np.errstate(all="ignore"):
-            out[rows, y] = -g / p[rows, y]
-        output_storage[0][0] = out
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
+        out[rows, labels] = -g / p[rows, labels]
+        return out
 
     def through_softmax(self, node, softmax_op, x, sm):
         """This gradient, with ``coding_dist = sm = softmax(x)`` row-wise, taken on through the
@@ -240,14 +254,26 @@ class CrossentropyCategorical1HotGrad(_LabelOp):
             return None
         return crossentropy_softmax_1hot_dx(g, x, y)
 
-    def L_op(self, inputs, outputs, output_grads):
-        from ffigraph.tensor.gradient import grad_not_implemented
 
-        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+class CrossentropyCategorical1Hot(_RowLossOp):
+    """``-log(coding_dist[i, true_one_of_n[i]])`` for each row ``i`` (Theano's op; no advanced indexing).
+
+    Inputs: ``coding_dist`` a float matrix of probabilities (rows: examples, columns: classes),
+    ``true_one_of_n`` an integer vector of labels. Output: a vector, one loss per row."""
+
+    c_kind = "categorical"
+    grad_op = CrossentropyCategorical1HotGrad()
+
+    def make_node(self, coding_dist, true_one_of_n):
+        return self._node(coding_dist, true_one_of_n)
+
+    @staticmethod
+    def np_impl(p, labels):
+        return -np.log(p[np.arange(p.shape[0]), labels])
 
 
 crossentropy_categorical_1hot = CrossentropyCategorical1Hot()
-crossentropy_categorical_1hot_grad = CrossentropyCategorical1HotGrad()
+crossentropy_categorical_1hot_grad = CrossentropyCategorical1Hot.grad_op
 
 
 def categorical_crossentropy(coding_dist, true_dist):
@@ -283,7 +309,25 @@ def sigmoid_binary_crossentropy(output, target):
 # ------------------------------------------------------------------ the fused softmax cross-entropy
 
 
-class CrossentropySoftmax1Hot(_LabelOp):
+class CrossentropySoftmax1HotDx(_RowLossGradOp):
+    """The gradient of ``CrossentropySoftmax1Hot``: ``g[i] * (softmax(x)[i] - onehot(y_idx[i]))``.
+
+    Inputs ``(g, x, y_idx)``: the output gradient (a vector), the logits and the labels (Theano's
+    op of this name took the softmax instead of the logits)."""
+
+    c_kind = "softmax_nll_dx"
+
+    def make_node(self, g, x, y_idx):
+        return self._node(g, x, y_idx)
+
+    @staticmethod
+    def np_impl(g, x, labels):
+        sm = np_softmax(x, (1,))
+        sm[np.arange(x.shape[0]), labels] -= 1.0
+        return sm * np.asarray(g, dtype=np.float64)[:, None]
+
+
+class CrossentropySoftmax1Hot(_RowLossOp):
     """The negative log-likelihood of integer labels under the softmax of logits, fused.
 
     Inputs: ``x`` a float matrix of logits (rows: examples, columns: classes), ``y_idx`` an integer
@@ -293,69 +337,18 @@ class CrossentropySoftmax1Hot(_LabelOp):
     """
 
     c_kind = "softmax_nll"
+    grad_op = CrossentropySoftmax1HotDx()
 
     def make_node(self, x, y_idx):
-        x = _matrix(x, str(self))
-        y = _labels(y_idx, str(self))
-        return Apply(self, [x, y], [TensorType(x.dtype, (x.type.shape[0],))()])
+        return self._node(x, y_idx)
 
-    def perform(self, node, inputs, output_storage):
-        x, y = inputs
-        y = check_labels(self, y, x.shape[0], x.shape[1])
-        with np.errstate(all="ignore"):
-            out = np_logsumexp(x, (1,)) - np.asarray(x, dtype=np.float64)[np.arange(x.shape[0]), y]
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [(input_shapes[0][0],)]
-
-    def connection_pattern(self, node):
-        return [[True], [False]]
-
-    def L_op(self, inputs, outputs, output_grads):
-        from ffigraph.tensor.gradient import disconnected_type
-
-        x, y = inputs
-        return [crossentropy_softmax_1hot_dx(output_grads[0], x, y), disconnected_type()]
-
-
-class CrossentropySoftmax1HotDx(_LabelOp):
-    """The gradient of ``CrossentropySoftmax1Hot``: ``g[i] * (softmax(x)[i] - onehot(y_idx[i]))``.
-
-    Inputs ``(g, x, y_idx)``: the output gradient (a vector), the logits and the labels (Theano's
-    op of this name took the softmax instead of the logits)."""
-
-    c_kind = "softmax_nll_dx"
-
-    def make_node(self, g, x, y_idx):
-        x = _matrix(x, str(self))
-        g = cast(as_tensor_variable(g), x.dtype)
-        y = _labels(y_idx, str(self))
-        if g.ndim != 1:
-            raise TypeError("%s: the gradient must be a vector, got %s" % (self, g))
-        return Apply(self, [g, x, y], [x.type()])
-
-    def perform(self, node, inputs, output_storage):
-        g, x, y = inputs
-        _check_rows(self, "gradients", g, x.shape[0])
-        y = check_labels(self, y, x.shape[0], x.shape[1])
-        with np.errstate(all="ignore"):
-            sm = np_softmax(x, (1,))
-            sm[np.arange(x.shape[0]), y] -= 1.0
-            out = sm * np.asarray(g, dtype=np.float64)[:, None]
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
-
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[1]]
-
-    def L_op(self, inputs, outputs, output_grads):
-        from ffigraph.tensor.gradient import grad_not_implemented
-
-        return [grad_not_implemented(self, i, v) for i, v in enumerate(inputs)]
+    @staticmethod
+    def np_impl(x, labels):
+        return np_logsumexp(x, (1,)) - np.asarray(x, dtype=np.float64)[np.arange(x.shape[0]), labels]
 
 
 crossentropy_softmax_1hot_nll = CrossentropySoftmax1Hot()
-crossentropy_softmax_1hot_dx = CrossentropySoftmax1HotDx()
+crossentropy_softmax_1hot_dx = CrossentropySoftmax1Hot.grad_op
 
 
 def crossentropy_softmax_1hot(x, y_idx):

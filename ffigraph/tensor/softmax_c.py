@@ -39,34 +39,12 @@ import numpy as np
 
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.ctype import c_element_type
+from ffigraph.tensor.reduce_c import _Lines
 
 VERSION = (1,)
 
 
 # ------------------------------------------------------------------ helpers
-
-
-class _Lines:
-    """Lines of C with an indentation level."""
-
-    def __init__(self, level=0):
-        self.lines = []
-        self.level = level
-
-    def add(self, *lines):
-        for ln in lines:
-            self.lines.append(("    " * self.level + ln) if ln else "")
-
-    def open(self, line="{"):
-        self.add(line)
-        self.level += 1
-
-    def close(self, line="}"):
-        self.level -= 1
-        self.add(line)
-
-    def text(self):
-        return "\n".join(self.lines)
 
 
 def _message(text):
@@ -216,19 +194,40 @@ def _label(ytype, y, row="i"):
     return "(int64_t)((const %s *)%s.data)[%s * %s.strides[0]]" % (ytype, y, row, y)
 
 
+def _rows_begin(op, node, inputs, z, sub, what, counters):
+    """The start of a cross-entropy's C: a block opened after a comment (``what`` the op computes),
+    the loop counters declared, the inputs checked (for a gradient op, whose first input is the
+    output gradient ``g``, its length against the rows of ``x`` too; then the labels, see
+    ``_check_labels``) and the output ``z`` allocated, C-contiguous, with the leading axes of ``x``
+    (one per axis of the op's output). Returns the lines, x's and the labels' C element types."""
+    x, y = inputs[-2:]
+    ctype = _float_type(op, node.inputs[-2].type.dtype)
+    ytype = _int_type(op, node.inputs[-1].type.dtype)
+    err, fail = sub["err"], sub["fail"]
+    c = _Lines()
+    c.add("/* %s: %s */" % (op, what))
+    c.open()
+    c.add("int64_t %s;" % counters)
+    if len(inputs) == 3:
+        g = inputs[0]
+        c.add("if (%s.shape[0] != %s.shape[0]) {" % (g, x))
+        c.add('    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: %%lld gradients for %%lld rows", (long long)%s.shape[0], '
+              '(long long)%s.shape[0]);' % (err, _message(op), g, x))
+        c.add("    " + fail)
+        c.add("}")
+    _check_labels(c, op, x, y, ytype, sub)
+    c.add("if (ffg_alloc_array(&%s, %d, %s.shape, sizeof(%s), %s, %s))"
+          % (z, node.outputs[0].type.ndim, x, ctype, sub["allocator"], err))
+    c.add("    " + fail)
+    return c, ctype, ytype
+
+
 def _softmax_nll_code(op, node, inputs, outputs, sub):
     """CrossentropySoftmax1Hot(x, labels) -> per-row logsumexp(x) - x[label], one pass."""
     x, y = inputs
     (z,) = outputs
-    ctype = _float_type(op, node.inputs[0].type.dtype)
-    ytype = _int_type(op, node.inputs[1].type.dtype)
-    c = _Lines()
-    c.add("/* %s: per row, -log_softmax(x)[label] = logsumexp(x) - x[label], in one pass over x */" % op)
-    c.open()
-    c.add("int64_t i, j;")
-    _check_labels(c, op, x, y, ytype, sub)
-    c.add("if (ffg_alloc_array(&%s, 1, %s.shape, sizeof(%s), %s, %s))" % (z, x, ctype, sub["allocator"], sub["err"]))
-    c.add("    " + sub["fail"])
+    c, ctype, ytype = _rows_begin(op, node, inputs, z, sub, "per row, -log_softmax(x)[label] = logsumexp(x) - "
+                                  "x[label], in one pass over x", "i, j")
     c.open("for (i = 0; i < %s.shape[0]; ++i) {" % x)
     c.add("const %s *xr = (const %s *)%s.data + i * %s.strides[0];" % (ctype, ctype, x, x))
     c.add("const int64_t xs = %s.strides[1];" % x)
@@ -264,22 +263,9 @@ def _softmax_nll_dx_code(op, node, inputs, outputs, sub):
     """CrossentropySoftmax1HotDx(g, x, labels) -> g[i] * (softmax(x)[i] - onehot(label[i]))."""
     g, x, y = inputs
     (dx,) = outputs
-    ctype = _float_type(op, node.inputs[1].type.dtype)
     gtype = _float_type(op, node.inputs[0].type.dtype)
-    ytype = _int_type(op, node.inputs[2].type.dtype)
-    err, fail = sub["err"], sub["fail"]
-    c = _Lines()
-    c.add("/* %s: g[i] * (softmax(x)[i, j] - (j == label[i])), each row shifted by its maximum */" % op)
-    c.open()
-    c.add("int64_t i, j;")
-    c.add("if (%s.shape[0] != %s.shape[0]) {" % (g, x))
-    c.add('    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: %%lld gradients for %%lld rows", (long long)%s.shape[0], '
-          '(long long)%s.shape[0]);' % (err, _message(op), g, x))
-    c.add("    " + fail)
-    c.add("}")
-    _check_labels(c, op, x, y, ytype, sub)
-    c.add("if (ffg_alloc_array(&%s, 2, %s.shape, sizeof(%s), %s, %s))" % (dx, x, ctype, sub["allocator"], err))
-    c.add("    " + fail)
+    c, ctype, ytype = _rows_begin(op, node, inputs, dx, sub, "g[i] * (softmax(x)[i, j] - (j == label[i])), each "
+                                  "row shifted by its maximum", "i, j")
     c.open("for (i = 0; i < %s.shape[0]; ++i) {" % x)
     c.add("const %s *xr = (const %s *)%s.data + i * %s.strides[0];" % (ctype, ctype, x, x))
     c.add("%s *dr = (%s *)%s.data + i * %s.strides[0];" % (ctype, ctype, dx, dx))
@@ -313,17 +299,8 @@ def _categorical_code(op, node, inputs, outputs, sub):
     """CrossentropyCategorical1Hot(p, labels) -> -log(p[i, label[i]])."""
     p, y = inputs
     (z,) = outputs
-    dtype = node.inputs[0].type.dtype
-    ctype = _float_type(op, dtype)
-    ytype = _int_type(op, node.inputs[1].type.dtype)
-    log = "logf" if np.dtype(dtype).itemsize == 4 else "log"
-    c = _Lines()
-    c.add("/* %s: -log(p[i, label[i]]) per row */" % op)
-    c.open()
-    c.add("int64_t i;")
-    _check_labels(c, op, p, y, ytype, sub)
-    c.add("if (ffg_alloc_array(&%s, 1, %s.shape, sizeof(%s), %s, %s))" % (z, p, ctype, sub["allocator"], sub["err"]))
-    c.add("    " + sub["fail"])
+    c, ctype, ytype = _rows_begin(op, node, inputs, z, sub, "-log(p[i, label[i]]) per row", "i")
+    log = "logf" if np.dtype(node.inputs[0].type.dtype).itemsize == 4 else "log"
     c.open("for (i = 0; i < %s.shape[0]; ++i) {" % p)
     c.add("const %s pi = ((const %s *)%s.data)[i * %s.strides[0] + %s * %s.strides[1]];"
           % (ctype, ctype, p, p, _label(ytype, y), p))
@@ -337,22 +314,9 @@ def _categorical_grad_code(op, node, inputs, outputs, sub):
     """CrossentropyCategorical1HotGrad(g, p, labels) -> -g[i] / p[i, label[i]] at the label, 0 elsewhere."""
     g, p, y = inputs
     (dx,) = outputs
-    ctype = _float_type(op, node.inputs[1].type.dtype)
     gtype = _float_type(op, node.inputs[0].type.dtype)
-    ytype = _int_type(op, node.inputs[2].type.dtype)
-    err, fail = sub["err"], sub["fail"]
-    c = _Lines()
-    c.add("/* %s: -g[i] / p[i, label[i]] at each row's label, zeros elsewhere */" % op)
-    c.open()
-    c.add("int64_t i;")
-    c.add("if (%s.shape[0] != %s.shape[0]) {" % (g, p))
-    c.add('    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: %%lld gradients for %%lld rows", (long long)%s.shape[0], '
-          '(long long)%s.shape[0]);' % (err, _message(op), g, p))
-    c.add("    " + fail)
-    c.add("}")
-    _check_labels(c, op, p, y, ytype, sub)
-    c.add("if (ffg_alloc_array(&%s, 2, %s.shape, sizeof(%s), %s, %s))" % (dx, p, ctype, sub["allocator"], err))
-    c.add("    " + fail)
+    c, ctype, ytype = _rows_begin(op, node, inputs, dx, sub, "-g[i] / p[i, label[i]] at each row's label, zeros "
+                                  "elsewhere", "i")
     c.add("memset(%s.data, 0, (size_t)ffg_size(2, %s.shape) * sizeof(%s));" % (dx, p, ctype))
     c.open("for (i = 0; i < %s.shape[0]; ++i) {" % p)
     c.add("const int64_t label = %s;" % _label(ytype, y))

@@ -35,9 +35,9 @@ from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import upgrade_to_float
-from ffigraph.tensor.basic import as_tensor_variable, cast, normalize_axis, zeros_like
-from ffigraph.tensor.elemwise import DimShuffle, Elemwise
-from ffigraph.tensor.math import exp, log, sum as tsum, true_div
+from ffigraph.tensor.basic import as_tensor_variable, cast, zeros_like
+from ffigraph.tensor.elemwise import Elemwise
+from ffigraph.tensor.math import _keep as _keep_axes, _normalize_axes, exp, log, sum as tsum, true_div
 from ffigraph.tensor.type import TensorType
 
 __all__ = ["softmax", "log_softmax", "logsumexp", "logit", "Softmax", "LogSoftmax", "LogSumExp", "softmax_grad"]
@@ -101,12 +101,14 @@ def np_logsumexp(x, axes):
 
 
 class _LaneOp(DelegatedCOp, Op):
-    """An op over the lanes of ``axis`` (an int, or None for all axes) computed in softmax_c.py."""
+    """An op over the lanes of ``axis`` (an int, or None for all axes) computed in softmax_c.py;
+    ``perform`` calls ``np_impl`` (the numpy reference of the kind) over the reduced axes."""
 
     c_impl = "ffigraph.tensor.softmax_c"
     c_kind = "lanes"
     __props__ = ("axis",)
     kind = None
+    np_impl = None
 
     def __init__(self, axis):
         self.axis = _check_axis(axis, type(self).__name__)
@@ -126,6 +128,11 @@ class _LaneOp(DelegatedCOp, Op):
         x = self._input(x)
         return Apply(self, [x], [x.type()])
 
+    def perform(self, node, inputs, output_storage):
+        (x,) = inputs
+        out = self.np_impl(x, self.reduced_axes(x.ndim))
+        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
+
     def infer_shape(self, fgraph, node, input_shapes):
         return [input_shapes[0]]
 
@@ -137,11 +144,7 @@ class Softmax(_LaneOp):
     """``exp(x - max) / sum(exp(x - max))`` over ``axis`` (None: all axes), as scipy.special.softmax."""
 
     kind = "softmax"
-
-    def perform(self, node, inputs, output_storage):
-        (x,) = inputs
-        out = np_softmax(x, self.reduced_axes(x.ndim))
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
+    np_impl = staticmethod(np_softmax)
 
     def L_op(self, inputs, outputs, output_grads):
         (x,), (sm,), (g,) = inputs, outputs, output_grads
@@ -152,11 +155,7 @@ class LogSoftmax(_LaneOp):
     """``x - max - log(sum(exp(x - max)))`` over ``axis`` (None: all axes), as scipy.special.log_softmax."""
 
     kind = "log_softmax"
-
-    def perform(self, node, inputs, output_storage):
-        (x,) = inputs
-        out = np_log_softmax(x, self.reduced_axes(x.ndim))
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
+    np_impl = staticmethod(np_log_softmax)
 
     def L_op(self, inputs, outputs, output_grads):
         (out,), (g,) = outputs, output_grads
@@ -175,6 +174,7 @@ class LogSumExp(_LaneOp):
         self.axis = tuple(sorted(int(a) for a in axis))
 
     kind = "logsumexp"
+    np_impl = staticmethod(np_logsumexp)
 
     def reduced_axes(self, ndim):
         return self.axis
@@ -191,11 +191,6 @@ class LogSumExp(_LaneOp):
         shape = tuple(s for a, s in enumerate(x.type.shape) if a not in self.axis)
         return Apply(self, [x], [TensorType(x.dtype, shape)()])
 
-    def perform(self, node, inputs, output_storage):
-        (x,) = inputs
-        out = np_logsumexp(x, self.axis)
-        output_storage[0][0] = np.asarray(out, dtype=node.outputs[0].type.numpy_dtype)
-
     def infer_shape(self, fgraph, node, input_shapes):
         return [tuple(s for a, s in enumerate(input_shapes[0]) if a not in self.axis)]
 
@@ -205,18 +200,6 @@ class LogSumExp(_LaneOp):
 
     def __str__(self):
         return "LogSumExp{axis=%s}" % ",".join(map(str, self.axis))
-
-
-def _keep_axes(v, axes, ndim):
-    """``v`` (a reduction over ``axes`` of an ``ndim``-d value) with those axes back, of length 1."""
-    pattern, k = [], 0
-    for a in range(ndim):
-        if a in axes:
-            pattern.append("x")
-        else:
-            pattern.append(k)
-            k += 1
-    return DimShuffle(v.ndim, pattern)(v)
 
 
 # ------------------------------------------------------------------ the gradient of softmax
@@ -293,14 +276,7 @@ def logsumexp(x, axis=None, keepdims=False):
     ``pytensor.tensor.logsumexp`` and ``scipy.special.logsumexp``: ``axis`` an int, a tuple or None
     (all axes); -inf over an empty axis or an all -inf lane, +inf with a +inf, NaN with a NaN."""
     x = as_tensor_variable(x)
-    if axis is None:
-        axes = tuple(range(x.ndim))
-    elif isinstance(axis, (list, tuple)):
-        axes = tuple(normalize_axis(a, x.ndim, "logsumexp") for a in axis)
-    else:
-        axes = (normalize_axis(axis, x.ndim, "logsumexp"),)
-    if len(set(axes)) != len(axes):
-        raise ValueError("logsumexp: repeated axis in %s" % (axis,))
+    axes = _normalize_axes(axis, x.ndim, "logsumexp")
     out = LogSumExp(axes)(x)
     return _keep_axes(out, axes, x.ndim) if keepdims else out
 

@@ -170,6 +170,14 @@ def _index_part(p, what):
     raise TypeError("%s must be an int, a symbolic integer scalar or None, got %r" % (what, p))
 
 
+def _slice_entry(s):
+    """The ``("slice", start, stop, step)`` entry of the slice ``s`` and the symbolic inputs it takes."""
+    parts = [_index_part(p, "slice bound") for p in (s.start, s.stop, s.step)]
+    if parts[2][0] == 0:
+        raise ValueError("slice step cannot be zero")
+    return ("slice",) + tuple(p for p, _ in parts), [v for _, v in parts if v is not None]
+
+
 def getitem(x, index):
     """``x[index]``: basic indexing here, advanced indexing (integer arrays, masks) in advanced_subtensor.py."""
     x = as_tensor_variable(x)
@@ -198,11 +206,9 @@ def getitem(x, index):
         if i is None:
             layout.append("x")
         elif isinstance(i, slice):
-            parts = [_index_part(p, "slice bound") for p in (i.start, i.stop, i.step)]
-            if parts[2][0] == 0:
-                raise ValueError("slice step cannot be zero")
-            idx_list.append(("slice",) + tuple(p for p, _ in parts))
-            inputs.extend(v for _, v in parts if v is not None)
+            entry, slice_inputs = _slice_entry(i)
+            idx_list.append(entry)
+            inputs.extend(slice_inputs)
             layout.append("kept")
         else:
             p, v = _index_part(i, "index")
@@ -228,7 +234,42 @@ def getitem(x, index):
 # ------------------------------------------------------------------ inc_subtensor / set_subtensor
 
 
-class IncSubtensor(DelegatedCOp, Op):
+class _IncrementOp:
+    """What IncSubtensor and AdvancedIncSubtensor share (a mixin, before DelegatedCOp and Op): a
+    fresh copy of ``x`` with ``y`` added at the region of ``x`` that ``reader(idx_list)`` reads (or
+    written there with ``set_instead_of_inc``), the reader's index inputs after ``x`` and ``y``; an
+    empty ``idx_list`` is the whole of ``x``."""
+
+    reader = None   # the op class that reads the region: Subtensor, AdvancedSubtensor
+
+    def __init__(self, idx_list, set_instead_of_inc=False):
+        self.idx_list = tuple(tuple(e) for e in idx_list)
+        self.set_instead_of_inc = bool(set_instead_of_inc)
+
+    def _region(self, x, index_inputs):
+        """The node of ``x[idx_list]``: the region's type, and the index inputs as the reader takes them."""
+        return self.reader(self.idx_list).make_node(x, *index_inputs)
+
+    def make_node(self, x, y, *index_inputs):
+        x, y = as_tensor_variable(x), as_tensor_variable(y)
+        region = self._region(x, index_inputs)
+        y = _check_y(self, x, y, region.outputs[0].type)
+        return Apply(self, [x, y] + region.inputs[1:], [TensorType(x.dtype, x.type.shape)()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [input_shapes[0]]
+
+    def connection_pattern(self, node):
+        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
+
+    def L_op(self, inputs, outputs, output_grads):
+        """x gets the gradient outside the region (and inside it too when incrementing);
+        y gets the region's gradient, summed over the axes it was broadcast along."""
+        region_of = self.reader(self.idx_list) if self.idx_list else (lambda g: g)   # (empty: all of x)
+        return _inc_grads(self, inputs, output_grads, region_of, type(self)(self.idx_list, True))
+
+
+class IncSubtensor(_IncrementOp, DelegatedCOp, Op):
     """A fresh copy of ``x`` with ``x[idx_list] += y`` (or ``= y`` with ``set_instead_of_inc``).
 
     ``idx_list`` is encoded as for ``Subtensor`` (symbolic parts are the inputs after
@@ -238,31 +279,13 @@ class IncSubtensor(DelegatedCOp, Op):
 
     c_impl = "ffigraph.tensor.inc_subtensor_c"
     __props__ = ("idx_list", "set_instead_of_inc")
+    reader = Subtensor
 
-    def __init__(self, idx_list, set_instead_of_inc=False):
-        self.idx_list = tuple(tuple(e) for e in idx_list)
-        self.set_instead_of_inc = bool(set_instead_of_inc)
-
-    def make_node(self, x, y, *index_inputs):
-        x, y = as_tensor_variable(x), as_tensor_variable(y)
+    def _region(self, x, index_inputs):
         try:
-            region = Subtensor(self.idx_list).make_node(x, *index_inputs)
+            return super()._region(x, index_inputs)
         except (IndexError, ValueError) as err:
             raise type(err)("%s: %s" % (self, err)) from None
-        region_type = region.outputs[0].type
-        if y.ndim > region_type.ndim:
-            raise TypeError("%s: y=%s has %d dimensions, more than the %d of the indexed region of %s"
-                            % (self, y, y.ndim, region_type.ndim, x))
-        if not np.can_cast(y.dtype, x.dtype, casting="same_kind"):
-            raise TypeError("%s: y=%s of dtype %s cannot be cast to the dtype %s of %s (numpy's same_kind rule)"
-                            % (self, y, y.dtype, x.dtype, x))
-        lead = region_type.ndim - y.ndim
-        for axis, ysize in enumerate(y.type.shape):
-            rsize = region_type.shape[lead + axis]
-            if ysize not in (None, 1) and rsize is not None and ysize != rsize:
-                raise ValueError("%s: y=%s of static shape %s cannot be broadcast to the indexed region's "
-                                 "static shape %s" % (self, y, y.type.shape, region_type.shape))
-        return Apply(self, [x, cast(y, x.dtype)] + region.inputs[1:], [TensorType(x.dtype, x.type.shape)()])
 
     def perform(self, node, inputs, output_storage):
         x, y = inputs[0], inputs[1]
@@ -289,40 +312,58 @@ class IncSubtensor(DelegatedCOp, Op):
                 region += y
         output_storage[0][0] = out
 
-    def infer_shape(self, fgraph, node, input_shapes):
-        return [input_shapes[0]]
-
-    def connection_pattern(self, node):
-        return [[True], [True]] + [[False]] * (len(node.inputs) - 2)
-
-    def L_op(self, inputs, outputs, output_grads):
-        """x gets the gradient outside the region (and inside it too when incrementing);
-        y gets the region's gradient, summed over the axes it was broadcast along."""
-        from ffigraph.tensor.gradient import disconnected_type
-        from ffigraph.tensor.elemwise_grad import sum_to_input
-        from ffigraph.tensor.math import sum as tsum
-
-        x, y, index_inputs = inputs[0], inputs[1], inputs[2:]
-        (gz,) = output_grads
-        if np.dtype(x.type.dtype).kind in "biu":
-            # an integer result: zeros, as in PyTensor (floatX for an integer y)
-            from ffigraph.tensor.basic import zeros_like
-
-            gy = zeros_like(y, dtype="floatX" if np.dtype(y.type.dtype).kind in "biu" else None)
-            return [zeros_like(x, dtype="floatX"), gy] + [disconnected_type() for _ in index_inputs]
-        gx = gz
-        if self.set_instead_of_inc:
-            zero = constant(np.zeros((), dtype=gz.type.dtype))
-            gx = IncSubtensor(self.idx_list, True)(gz, zero, *index_inputs)
-        region = Subtensor(self.idx_list)(gz, *index_inputs) if self.idx_list else gz
-        lead = region.type.ndim - y.type.ndim
-        gy = tsum(region, axis=tuple(range(lead))) if lead else region
-        gy = sum_to_input(gy, y, [region.type.shape[lead:]])
-        return [gx, gy] + [disconnected_type() for _ in index_inputs]
-
     def __str__(self):
         name = "SetSubtensor" if self.set_instead_of_inc else "IncSubtensor"
         return name + str(Subtensor(self.idx_list))[len("Subtensor"):]
+
+
+def _is_integer(dtype):
+    return np.dtype(dtype).kind in "biu"
+
+
+def _check_y(op, x, y, region_type):
+    """``y`` cast to ``x``'s dtype, after checking it can broadcast to the indexed region (of type
+    ``region_type``): the increment ops' ``make_node``."""
+    if y.ndim > region_type.ndim:
+        raise TypeError("%s: y=%s has %d dimensions, more than the %d of the indexed region of %s"
+                        % (op, y, y.ndim, region_type.ndim, x))
+    if not np.can_cast(y.dtype, x.dtype, casting="same_kind"):
+        raise TypeError("%s: y=%s of dtype %s cannot be cast to the dtype %s of %s (numpy's same_kind rule)"
+                        % (op, y, y.dtype, x.dtype, x))
+    lead = region_type.ndim - y.ndim
+    for axis, ysize in enumerate(y.type.shape):
+        rsize = region_type.shape[lead + axis]
+        if ysize not in (None, 1) and rsize is not None and ysize != rsize:
+            raise ValueError("%s: y=%s of static shape %s cannot be broadcast to the indexed region's static "
+                             "shape %s" % (op, y, y.type.shape, region_type.shape))
+    return cast(y, x.dtype)
+
+
+def _inc_grads(op, inputs, output_grads, region_of, set_op):
+    """L_op of the increment ops (``inputs``: x, y, the index inputs): x gets the gradient where y
+    was not written (all of it for an increment); y gets the gradient of the places it went to
+    (``region_of(g, *index_inputs)``), summed over the axes it was broadcast along (and over
+    repeats). ``set_op(g, 0, *index_inputs)`` zeroes the written places of g (a set op)."""
+    from ffigraph.tensor.gradient import disconnected_type
+    from ffigraph.tensor.basic import zeros_like
+    from ffigraph.tensor.elemwise_grad import sum_to_input
+    from ffigraph.tensor.math import sum as tsum
+
+    x, y, index_inputs = inputs[0], inputs[1], inputs[2:]
+    (gz,) = output_grads
+    rest = [disconnected_type() for _ in index_inputs]
+    if _is_integer(x.type.dtype):
+        # an integer result: zeros, as in PyTensor (floatX for an integer y)
+        gy = zeros_like(y, dtype="floatX" if _is_integer(y.type.dtype) else None)
+        return [zeros_like(x, dtype="floatX"), gy] + rest
+    gx = gz
+    if op.set_instead_of_inc:
+        gx = set_op(gz, constant(np.zeros((), dtype=gz.type.dtype)), *index_inputs)
+    region = region_of(gz, *index_inputs)
+    lead = region.type.ndim - y.type.ndim
+    gy = tsum(region, axis=tuple(range(lead))) if lead else region
+    gy = sum_to_input(gy, y, [region.type.shape[lead:]])
+    return [gx, gy] + rest
 
 
 def _inc_or_set(x_sub, y, set_instead_of_inc, what):

@@ -17,7 +17,7 @@ from ffigraph.compile.mode import Mode
 from ffigraph.gradient import verify_grad
 from ffigraph.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIncSubtensor1, AdvancedSubtensor,
                                                 AdvancedSubtensor1)
-from helpers import FROM_NUMPY, Case, check_cases, sample
+from helpers import FROM_NUMPY, Case, assert_raises as _raises, check_cases, sample
 
 RNG = np.random.default_rng(7)
 X3 = sample("float64", (4, 5, 6), rng=RNG, special=True)
@@ -224,13 +224,6 @@ def test_take_nonzero(mode):
 
 
 # ------------------------------------------------------------------ errors
-
-
-def _raises(exc, f, args, *fragments):
-    with pytest.raises(exc) as info:
-        f(*args)
-    for frag in fragments:
-        assert frag in str(info.value), str(info.value)
 
 
 def test_runtime_errors(mode):
