@@ -77,6 +77,7 @@ JOBS = {
     "fusion": ("bench_fusion.py", [], ["--repeat", "2", "--dtypes", "float64"], ("cpython", "pypy", "pytensor")),
     "logreg": ("bench_logreg.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     "c": ("bench_c.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
+    "mlp": ("bench_mlp.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     "dot": ("bench_dot.py", [], ["--sizes", "128", "--dtypes", "float64", "--repeat", "3", "--rounds", "1",
                                   "--pause", "0.05"], ("cpython", "pypy")),
     "dot-alternate": ("bench_dot.py", ["--alternate", "--sizes", "64", "128", "256", "512", "--dtypes", "float64"],
@@ -90,7 +91,7 @@ JOBS = {
     "cache": ("bench_cache.py", [], [], ("cpython", "pypy")),
 }
 # Extra arguments a job takes under one interpreter only.
-EXTRA = {("logreg", "pytensor"): ["--pytensor"]}
+EXTRA = {("logreg", "pytensor"): ["--pytensor"], ("mlp", "pytensor"): ["--pytensor"]}
 
 # Runs a bench script exactly as ``python script.py args`` would (its folder first on sys.path),
 # then writes where the ffigraph it imported lives to $FFG_RUN_ALL_WHERE.
