@@ -10,16 +10,24 @@ How a random variable's element gets its bits (no state inside a call):
 
     key     the variable's 64-bit key (from the stream's seed, see ``derive_key``)
     call    the call counter held beside the key in the variable's state (0, 1, 2, ...)
-    e       the element's flat C-order index in the output (64 bits)
-    j       which 128-bit block of that element (0 first; more for rejection retries and for
-            the trials of ``binomial``)
+    i       a 64-bit block index
+    j       0 for the shared blocks; 1, 2, ... for an element's own further blocks
 
-    block(key, call, e, j) = philox4x32_10(counter = (j, e_lo, call_lo, call_hi),
-                                           key     = (key_lo, key_hi ^ e_hi))
+    block(key, call, i, j) = philox4x32_10(counter = (j, i_lo, call_lo, call_hi),
+                                           key     = (key_lo, key_hi ^ i_hi))
 
-(``_lo``/``_hi``: the low and high 32 bits.) So an element's value depends only on
-(key, call, e): the C loop, the numpy arrays and any split over threads agree.
+(``_lo``/``_hi``: the low and high 32 bits.) The shared blocks (j = 0) are cut into elements:
 
+    64-bit elements  (uniform float64, bernoulli, binomial's first trial, integers' first try,
+                      choice, permutation keys): element e is word (1:0) of block (e // 2, 0) for
+                      even e, word (3:2) for odd e;
+    32-bit elements  (uniform float32): element e is 32-bit word e % 4 of block (e // 4, 0);
+    normal pairs     elements 2k and 2k+1 are the cosine and sine halves of one Box-Muller draw
+                      from block (k, 0).
+
+An element that needs more bits (a rejected integer, binomial's trials 1, 2, ...) takes them from
+its own blocks (e, j) with j >= 1, which no other element reads. So an element's value depends only
+on (key, call, e): the C loop, the numpy arrays and any split over threads agree.
 Floating point: the samplers use only +, -, *, /, sqrt (all correctly rounded in IEEE 754
 double, in numpy and in C compiled without FMA contraction) and exact scaling by bit
 manipulation. ``log`` and ``sin``/``cos`` are written here from those operations (libm and
@@ -103,13 +111,37 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1, rounds=PHILOX_ROUNDS):
     return c0, c1, c2, c3
 
 
-def block(key, call, elem, j):
-    """The 128 bits of block ``j`` of the elements ``elem`` (a uint64 array) of a variable with this
-    ``key`` at call ``call`` (Python ints); four uint64 arrays of 32-bit words."""
-    elem = np.asarray(elem, dtype=U64)
+def block(key, call, index, j):
+    """The 128 bits of block ``(index, j)`` (``index`` a uint64 array, ``j`` 0 or an array of the
+    same shape) of a variable with this ``key`` at call ``call`` (Python ints); four uint64 arrays of
+    32-bit words."""
+    index = np.asarray(index, dtype=U64)
     key, call = U64(int(key) & _M64), U64(int(call) & _M64)
-    return philox4x32_10(np.asarray(j, dtype=U64), elem & MASK32, call & MASK32, call >> SHIFT32,
-                         key & MASK32, (key >> SHIFT32) ^ (elem >> SHIFT32))
+    return philox4x32_10(np.asarray(j, dtype=U64), index & MASK32, call & MASK32, call >> SHIFT32,
+                         key & MASK32, (key >> SHIFT32) ^ (index >> SHIFT32))
+
+
+def stream64(key, call, n):
+    """The 64-bit words of elements 0..n-1 (uint64): words (1:0) then (3:2) of blocks 0, 1, 2, ..."""
+    x0, x1, x2, x3 = block(key, call, np.arange((n + 1) // 2, dtype=U64), 0)
+    out = np.empty(2 * x0.size, dtype=U64)
+    out[0::2] = bits64(x0, x1)
+    out[1::2] = bits64(x2, x3)
+    return out[:n]
+
+
+def stream32(key, call, n):
+    """The 32-bit words of elements 0..n-1 (uint64 arrays holding 32 bits): words 0, 1, 2, 3 of blocks
+    0, 1, 2, ..."""
+    words = block(key, call, np.arange((n + 3) // 4, dtype=U64), 0)
+    return np.stack(words, axis=-1).reshape(-1)[:n]
+
+
+def word64(key, call, elems):
+    """The 64-bit word of each element of ``elems`` (any indices): half e % 2 of block (e // 2, 0)."""
+    elems = np.asarray(elems, dtype=U64)
+    x0, x1, x2, x3 = block(key, call, elems >> U64(1), 0)
+    return np.where((elems & U64(1)) == U64(1), bits64(x2, x3), bits64(x0, x1))
 
 
 def bits64(lo, hi):
@@ -117,9 +149,9 @@ def bits64(lo, hi):
     return (hi << SHIFT32) | lo
 
 
-def u53(lo, hi):
-    """A float64 in [0, 1): the top 53 bits of the 64-bit word, times 2**-53."""
-    return (bits64(lo, hi) >> U64(11)).astype(np.float64) * 2.0 ** -53
+def u53(word):
+    """A float64 in [0, 1): the top 53 bits of a 64-bit word, times 2**-53."""
+    return (np.asarray(word, dtype=U64) >> U64(11)).astype(np.float64) * 2.0 ** -53
 
 
 def u24(word):
@@ -236,19 +268,26 @@ def sin2pi(u):
     return _quadrant_select(q, ksin(a), kcos(a), False)
 
 
+def sincos2pi(u):
+    """(cos(2*pi*u), sin(2*pi*u)) for u in [0, 1), from one reduction and one pair of kernels."""
+    t = 4.0 * np.asarray(u, dtype=np.float64)
+    q = (t + ROUND_MAGIC) - ROUND_MAGIC
+    a = (t - q) * PIO2
+    s, c = ksin(a), kcos(a)
+    return _quadrant_select(q, s, c, True), _quadrant_select(q, s, c, False)
+
+
 # ------------------------------------------------------------------ samplers (flat arrays)
 # Each takes the variable's key and call counter and the flat C-order parameters already broadcast
 # to the output's size n, and returns a flat array of n values.
 
 
-def _elems(n):
-    return np.arange(n, dtype=U64)
-
-
 def std_uniform(key, call, n, dtype):
-    """n uniforms in [0, 1): 53 bits (float64) or 24 bits (float32) of block 0 of each element."""
-    x0, x1, _, _ = block(key, call, _elems(n), 0)
-    return u53(x0, x1) if np.dtype(dtype) == np.float64 else u24(x0)
+    """n uniforms in [0, 1): 53 bits of the element's 64-bit word (float64), or 24 bits of its 32-bit
+    word (float32: four elements per block)."""
+    if np.dtype(dtype) == np.float64:
+        return u53(stream64(key, call, n))
+    return u24(stream32(key, call, n))
 
 
 def uniform(key, call, n, low, high, dtype):
@@ -258,12 +297,18 @@ def uniform(key, call, n, low, high, dtype):
 
 
 def std_normal(key, call, n):
-    """Box-Muller from block 0: u1 = 1 - u53(w0, w1) in (0, 1], u2 = u53(w2, w3) in [0, 1),
-    z = sqrt(-2 log u1) * cos(2 pi u2) (the sine half is not used: one block per element)."""
-    x0, x1, x2, x3 = block(key, call, _elems(n), 0)
-    u1 = 1.0 - u53(x0, x1)
-    u2 = u53(x2, x3)
-    return np.sqrt(-2.0 * log(u1)) * cos2pi(u2)
+    """Box-Muller in pairs: block (k, 0) gives u1 = 1 - u53(words 1:0) in (0, 1] and
+    u2 = u53(words 3:2) in [0, 1), r = sqrt(-2 log u1); element 2k is r cos(2 pi u2) and element
+    2k+1 is r sin(2 pi u2)."""
+    w = stream64(key, call, 2 * ((n + 1) // 2))
+    u1 = 1.0 - u53(w[0::2])
+    u2 = u53(w[1::2])
+    r = np.sqrt(-2.0 * log(u1))
+    c, s = sincos2pi(u2)
+    out = np.empty(w.size, dtype=np.float64)
+    out[0::2] = r * c
+    out[1::2] = r * s
+    return out[:n]
 
 
 def normal(key, call, n, loc, scale, dtype):
@@ -282,14 +327,18 @@ def _range_mask(rm1):
 
 def bounded(key, call, elems, rm1):
     """Unbiased integers in [0, rm1] (uint64 arrays, one per element in ``elems``), by masked
-    rejection: a 64-bit word masked to the bits rm1 needs is kept if <= rm1; block j holds two
-    tries (words 1:0 then 3:2), and an element that rejects both moves to its block j+1."""
+    rejection: the element's 64-bit word masked to the bits rm1 needs is kept if <= rm1; else the
+    element's own blocks (e, 1), (e, 2), ... give two tries each (words 1:0, then 3:2)."""
     elems = np.asarray(elems, dtype=U64)
     rm1 = np.asarray(rm1, dtype=U64)
     mask = _range_mask(rm1)
-    out = np.zeros(elems.shape, dtype=U64)
-    pending = np.arange(elems.size)
-    j = 0
+    if elems.size and int(elems[-1]) == elems.size - 1 and np.array_equal(elems, np.arange(elems.size, dtype=U64)):
+        v = stream64(key, call, elems.size) & mask
+    else:
+        v = word64(key, call, elems) & mask
+    out = v.copy()
+    pending = np.flatnonzero(v > rm1)
+    j = 1
     while pending.size:
         x0, x1, x2, x3 = block(key, call, elems[pending], j)
         m, lim = mask[pending], rm1[pending]
@@ -309,35 +358,35 @@ def integers(key, call, n, low, high):
     low = np.asarray(low, dtype=np.int64)
     high = np.asarray(high, dtype=np.int64)
     rm1 = high.view(U64) - low.view(U64) - U64(1)
-    return (low.view(U64) + bounded(key, call, _elems(n), rm1)).view(np.int64)
+    return (low.view(U64) + bounded(key, call, np.arange(n, dtype=U64), rm1)).view(np.int64)
 
 
 def bernoulli(key, call, n, p):
-    """1 where u53 of block 0 (words 1:0) is below p, else 0 (int64)."""
-    x0, x1, _, _ = block(key, call, _elems(n), 0)
-    return (u53(x0, x1) < p).astype(np.int64)
+    """1 where u53 of the element's 64-bit word is below p, else 0 (int64)."""
+    return (u53(stream64(key, call, n)) < p).astype(np.int64)
 
 
 BINOMIAL_CHUNK = 1 << 18
 
 
 def binomial(key, call, n_elems, trials, p):
-    """The number of successes in ``trials`` Bernoulli(p) trials per element: trial t uses block
-    t // 2 of the element, words 1:0 for even t and 3:2 for odd t. Cost: O(trials) per element."""
+    """The number of successes in ``trials`` Bernoulli(p) trials per element: trial 0 is the
+    element's 64-bit word (so binomial(1, p) is bernoulli(p)); trial t >= 1 uses the element's own
+    block ((t + 1) // 2 as j), words 1:0 for odd t and 3:2 for even t. Cost: O(trials) per element."""
     trials = np.asarray(trials, dtype=np.int64)
     p = np.asarray(p, dtype=np.float64)
-    out = np.zeros(n_elems, dtype=np.int64)
-    nblocks = (trials + 1) // 2
+    out = ((u53(stream64(key, call, n_elems)) < p) & (trials > 0)).astype(np.int64)
+    nblocks = trials // 2                 # own blocks 1 .. trials // 2 hold trials 1 .. trials - 1
     total = int(nblocks.sum()) if n_elems else 0
     starts = np.cumsum(nblocks) - nblocks
     owner = np.repeat(np.arange(n_elems), nblocks)
     for lo in range(0, total, BINOMIAL_CHUNK):
         pos = np.arange(lo, min(total, lo + BINOMIAL_CHUNK))
         who = owner[pos]
-        j = (pos - starts[who]).astype(U64)
+        j = (pos - starts[who] + 1).astype(U64)
         x0, x1, x2, x3 = block(key, call, who.astype(U64), j)
-        hit0 = u53(x0, x1) < p[who]
-        hit1 = (u53(x2, x3) < p[who]) & (2 * j.astype(np.int64) + 1 < trials[who])
+        hit0 = u53(bits64(x0, x1)) < p[who]                                          # trial 2j - 1
+        hit1 = (u53(bits64(x2, x3)) < p[who]) & (2 * j.astype(np.int64) < trials[who])  # trial 2j
         out += np.bincount(who, weights=hit0.astype(np.int64) + hit1.astype(np.int64),
                            minlength=n_elems).astype(np.int64)
     return out
@@ -356,9 +405,9 @@ def choice_cdf(p):
 
 def choice_index_p(key, call, n, cdf):
     """Indices drawn with the probabilities behind ``cdf``: the first i with cdf[i] > u*cdf[-1],
-    u = u53 of block 0; the last index with a non-zero probability if rounding runs past the end."""
-    x0, x1, _, _ = block(key, call, _elems(n), 0)
-    target = u53(x0, x1) * cdf[-1]
+    u = u53 of the element's 64-bit word; the last index with a non-zero probability if rounding runs
+    past the end."""
+    target = u53(stream64(key, call, n)) * cdf[-1]
     idx = np.searchsorted(cdf, target, side="right")
     if np.any(idx >= cdf.size):
         last = cdf.size - 1
@@ -369,9 +418,8 @@ def choice_index_p(key, call, n, cdf):
 
 
 def sort_keys(key, call, elems):
-    """The 64-bit sort key of each element (words 1:0 of its block 0)."""
-    x0, x1, _, _ = block(key, call, np.asarray(elems, dtype=U64), 0)
-    return bits64(x0, x1)
+    """The 64-bit sort key of each element: its 64-bit word."""
+    return word64(key, call, elems)
 
 
 def permutation_indices(key, call, batch, n):

@@ -34,12 +34,27 @@ def _horner_c(var, z, coeffs):
     return "\n    ".join(lines)
 
 
+def _rounds_body():
+    """The Philox rounds written out (no loop, so the batch loop around them vectorises): lanes x0..x3
+    of type LANE, round r's key (k0 + r*W0, k1 + r*W1) in 32 bits."""
+    lines = []
+    for r in range(philox.PHILOX_ROUNDS):
+        k0 = "k0" if r == 0 else "(uint32_t)(k0 + 0x%XU)" % ((r * int(philox.PHILOX_W0)) & 0xFFFFFFFF)
+        k1 = "k1" if r == 0 else "(uint32_t)(k1 + 0x%XU)" % ((r * int(philox.PHILOX_W1)) & 0xFFFFFFFF)
+        lines.append("{ const uint64_t p0 = (uint64_t)0x%XU * x0, p1 = (uint64_t)0x%XU * x2; "
+                     "const LANE n0 = (LANE)(uint32_t)(p1 >> 32) ^ x1 ^ %s; "
+                     "const LANE n2 = (LANE)(uint32_t)(p0 >> 32) ^ x3 ^ %s; "
+                     "x1 = (LANE)(uint32_t)p1; x3 = (LANE)(uint32_t)p0; x0 = n0; x2 = n2; }"
+                     % (int(philox.PHILOX_M0), int(philox.PHILOX_M1), k0, k1))
+    return " \\\n        ".join(lines)
+
+
 def _support():
     d = dict(
         log_poly=_horner_c("r", "z", philox.LOG_COEFFS), sin_poly=_horner_c("r", "z", philox.SIN_COEFFS),
         cos_poly=_horner_c("r", "z", philox.COS_COEFFS), ln2_hi=_hex(philox.LN2_HI), ln2_lo=_hex(philox.LN2_LO),
-        sqrt2=_hex(philox.SQRT2), pio2=_hex(philox.PIO2), magic=_hex(philox.ROUND_MAGIC),
-        M0=int(philox.PHILOX_M0), M1=int(philox.PHILOX_M1), W0=int(philox.PHILOX_W0), W1=int(philox.PHILOX_W1),
+        sqrt2_mant=int(np.float64(philox.SQRT2).view(np.uint64)) & ((1 << 52) - 1), pio2=_hex(philox.PIO2), magic=_hex(philox.ROUND_MAGIC),
+        rounds_body=_rounds_body(), M0=int(philox.PHILOX_M0), M1=int(philox.PHILOX_M1), W0=int(philox.PHILOX_W0), W1=int(philox.PHILOX_W1),
         rounds=philox.PHILOX_ROUNDS)
     return r"""
 #ifndef FFG_PHILOX_DEFINED
@@ -48,75 +63,170 @@ def _support():
  * The same steps as ffigraph/tensor/random/philox.py, in the same order: keep them in step.
  * Built with -ffp-contract=off (no fused multiply-add) so every double operation rounds once. */
 
+/* One Philox4x32 round on the words x0..x3 (uint32_t lvalues) with round key (k0, k1): words 0 and
+ * 2 times the multipliers as 32x32 -> 64-bit products. */
+#define FFG_PHILOX_ROUND(x0, x1, x2, x3, k0, k1) do { \
+        const uint64_t ffg_p0_ = (uint64_t)0x%(M0)XU * (x0), ffg_p1_ = (uint64_t)0x%(M1)XU * (x2); \
+        const uint32_t ffg_n0_ = (uint32_t)(ffg_p1_ >> 32) ^ (x1) ^ (k0); \
+        const uint32_t ffg_n2_ = (uint32_t)(ffg_p0_ >> 32) ^ (x3) ^ (k1); \
+        (x1) = (uint32_t)ffg_p1_; \
+        (x3) = (uint32_t)ffg_p0_; \
+        (x0) = ffg_n0_; \
+        (x2) = ffg_n2_; \
+    } while (0)
+
 /* Philox4x32-10 (Salmon, Moraes, Dror, Shaw, SC'11): x holds the counter on entry and the four
- * random words on exit; (k0, k1) is the key. */
-static void ffg_philox4x32_10(uint32_t x[4], uint32_t k0, uint32_t k1)
+ * random words on exit; (k0, k1) is the key, grown by the Weyl increments between rounds. */
+static inline void ffg_philox4x32_10(uint32_t x[4], uint32_t k0, uint32_t k1)
 {
     int r;
     for (r = 0; r < %(rounds)d; ++r) {
-        uint64_t p0, p1;
-        uint32_t x1, x3;
-        if (r > 0) {
-            /* the key schedule: Weyl increments between rounds */
-            k0 += 0x%(W0)XU;
-            k1 += 0x%(W1)XU;
-        }
-        p0 = (uint64_t)0x%(M0)XU * x[0];
-        p1 = (uint64_t)0x%(M1)XU * x[2];
-        x1 = x[1];
-        x3 = x[3];
-        x[0] = (uint32_t)(p1 >> 32) ^ x1 ^ k0;
-        x[1] = (uint32_t)p1;
-        x[2] = (uint32_t)(p0 >> 32) ^ x3 ^ k1;
-        x[3] = (uint32_t)p0;
+        FFG_PHILOX_ROUND(x[0], x[1], x[2], x[3], k0, k1);
+        k0 += 0x%(W0)XU;
+        k1 += 0x%(W1)XU;
     }
 }
 
-/* Block j of element e of a variable with this key, at this call:
- * counter (j, e_lo, call_lo, call_hi), key (key_lo, key_hi ^ e_hi). */
-static void ffg_rng_block(uint64_t key, uint64_t call, uint64_t e, uint32_t j, uint32_t x[4])
+/* Block (i, j) of a variable with this key, at this call:
+ * counter (j, i_lo, call_lo, call_hi), key (key_lo, key_hi ^ i_hi). j = 0: the shared blocks, cut
+ * into elements; j >= 1: element i's own further blocks (integer retries, binomial trials). */
+static inline void ffg_rng_block(uint64_t key, uint64_t call, uint64_t i, uint32_t j, uint32_t x[4])
 {
     x[0] = j;
-    x[1] = (uint32_t)e;
+    x[1] = (uint32_t)i;
     x[2] = (uint32_t)call;
     x[3] = (uint32_t)(call >> 32);
-    ffg_philox4x32_10(x, (uint32_t)key, (uint32_t)(key >> 32) ^ (uint32_t)(e >> 32));
+    ffg_philox4x32_10(x, (uint32_t)key, (uint32_t)(key >> 32) ^ (uint32_t)(i >> 32));
 }
 
 /* Two words as one 64-bit word, hi above lo. */
-static uint64_t ffg_rng_bits64(uint32_t lo, uint32_t hi)
+static inline uint64_t ffg_rng_bits64(uint32_t lo, uint32_t hi)
 {
     return ((uint64_t)hi << 32) | lo;
 }
 
-/* A double in [0, 1) from the top 53 bits of the 64-bit word (hi, lo). */
-static double ffg_rng_u53(uint32_t lo, uint32_t hi)
+/* The 64-bit word of element e: words (1:0) of block (e/2, 0) for even e, (3:2) for odd e. */
+static inline uint64_t ffg_rng_word64(uint64_t key, uint64_t call, uint64_t e)
 {
-    return (double)(ffg_rng_bits64(lo, hi) >> 11) * 0x1p-53;
+    uint32_t x[4];
+    ffg_rng_block(key, call, e >> 1, 0, x);
+    return (e & 1) ? ffg_rng_bits64(x[2], x[3]) : ffg_rng_bits64(x[0], x[1]);
+}
+
+/* The 32-bit word of element e: word e%%4 of block (e/4, 0). */
+static inline uint32_t ffg_rng_word32(uint64_t key, uint64_t call, uint64_t e)
+{
+    uint32_t x[4];
+    ffg_rng_block(key, call, e >> 2, 0, x);
+    return x[e & 3];
+}
+
+/* ---- the batch: the 64-bit words of m <= FFG_RNG_BATCH consecutive shared blocks ----
+ * wa[t] = words (1:0) and wb[t] = words (3:2) of block (i0 + t, 0): the 64-bit words of elements
+ * 2(i0 + t) and 2(i0 + t) + 1, or (low half first) the 32-bit words of elements 4(i0 + t) .. +3.
+ * Straight-line rounds over independent lanes, two separate outputs (an interleaved store stops
+ * gcc's vectoriser): the compiler vectorises the loop. */
+#define FFG_RNG_BATCH 64
+#define FFG_RNG_WORDS_BODY(LANE) \
+    int t; \
+    for (t = 0; t < m; ++t) { \
+        LANE x0 = 0, x1 = lo + (uint32_t)t, x2 = c2, x3 = c3; \
+        %(rounds_body)s \
+        wa[t] = ((uint64_t)x1 << 32) | (uint32_t)x0; \
+        wb[t] = ((uint64_t)x3 << 32) | (uint32_t)x2; \
+    }
+
+/* 32-bit lanes: what SSE2 (the x86-64 baseline) and other targets do best */
+static void ffg_rng_words_lanes32(uint32_t k0, uint32_t k1, uint32_t c2, uint32_t c3, uint32_t lo, int m,
+                                  uint64_t *restrict wa, uint64_t *restrict wb)
+{
+    FFG_RNG_WORDS_BODY(uint32_t)
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(FFG_RNG_PORTABLE)
+#define FFG_RNG_X86 1
+/* 64-bit lanes holding 32 bits: AVX-512 multiplies eight of them at once (vpmuludq) */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+static void ffg_rng_words_avx512(uint32_t k0, uint32_t k1, uint32_t c2, uint32_t c3, uint32_t lo, int m,
+                                 uint64_t *restrict wa, uint64_t *restrict wb)
+{
+    FFG_RNG_WORDS_BODY(uint64_t)
+}
+
+/* the CPU's level, detected once: 0 the x86-64 baseline, 1 AVX2, 2 AVX-512; -1 not yet known. Only
+ * the speed depends on it: every level runs the same integer and IEEE double operations. */
+static int ffg_rng_level_cache = -1;
+static inline int ffg_rng_level(void)
+{
+    int level = __atomic_load_n(&ffg_rng_level_cache, __ATOMIC_RELAXED);
+    if (__builtin_expect(level < 0, 0)) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+            && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+            level = 2;
+        else
+            level = __builtin_cpu_supports("avx2") ? 1 : 0;
+        __atomic_store_n(&ffg_rng_level_cache, level, __ATOMIC_RELAXED);
+    }
+    return level;
+}
+#define FFG_RNG_WORDS_KERNEL (ffg_rng_level() == 2 ? ffg_rng_words_avx512 : ffg_rng_words_lanes32)
+#else
+#define FFG_RNG_WORDS_KERNEL ffg_rng_words_lanes32
+#endif
+
+/* wa[0 .. m) and wb[0 .. m) from blocks (i0 .. i0 + m - 1, 0), m <= FFG_RNG_BATCH; a run that crosses a multiple of
+ * 2^32 (where the key's high word changes) is done in two parts. */
+static void ffg_rng_words(uint64_t key, uint64_t call, uint64_t i0, int m, uint64_t *wa, uint64_t *wb)
+{
+    const uint32_t lo = (uint32_t)i0;
+    const uint64_t room = (uint64_t)0x100000000ULL - lo;   /* blocks before i_lo wraps */
+    const int first = (uint64_t)m > room ? (int)room : m;
+    FFG_RNG_WORDS_KERNEL((uint32_t)key, (uint32_t)(key >> 32) ^ (uint32_t)(i0 >> 32), (uint32_t)call,
+                         (uint32_t)(call >> 32), lo, first, wa, wb);
+    if (first < m)
+        ffg_rng_words(key, call, i0 + (uint64_t)first, m - first, wa + first, wb + first);
+}
+
+/* A double in [0, 1) from the top 53 bits of a 64-bit word. */
+static inline double ffg_rng_u53(uint64_t w)
+{
+    return (double)(int64_t)(w >> 11) * 0x1p-53;
+}
+
+/* ffg_rng_u53 from bit operations and exact double arithmetic only (vectorises without a 64-bit
+ * integer conversion): the top 52 bits as 1.b - 1, plus the 53rd bit's 2^-53 (the sum is exact). */
+static inline double ffg_rng_u53v(uint64_t w)
+{
+    const uint64_t hb = 0x3FF0000000000000ULL | (w >> 12);
+    const uint64_t lb = (0 - ((w >> 11) & 1)) & 0x3CA0000000000000ULL;   /* 2^-53 or 0 */
+    double h, l;
+    memcpy(&h, &hb, sizeof h);
+    memcpy(&l, &lb, sizeof l);
+    return (h - 1.0) + l;
 }
 
 /* A double in [0, 1) on the float32 grid, from the top 24 bits of a word. */
-static double ffg_rng_u24(uint32_t w)
+static inline double ffg_rng_u24(uint32_t w)
 {
-    return (double)(w >> 8) * 0x1p-24;
+    return (double)(int32_t)(w >> 8) * 0x1p-24;
 }
 
 /* log(x) for positive normal x, from + - * / only (about 1 ulp): x = 2^k m, m in
- * (sqrt(2)/2, sqrt(2)], f = m - 1, s = f/(2+f), log(1+f) = f - f*f/2 + s*(f*f/2 + R(s*s)). */
-static double ffg_rng_log(double x)
+ * (sqrt(2)/2, sqrt(2)], f = m - 1, s = f/(2+f), log(1+f) = f - f*f/2 + s*(f*f/2 + R(s*s)).
+ * No branches and no selects (the halving of m is one off its exponent), so a loop of it vectorises. */
+static inline double ffg_rng_log(double x)
 {
-    uint64_t b;
-    int64_t e;
+    uint64_t b, mant, big, eb, mb;
     double m, k, f, s, z, r, hfsq;
     memcpy(&b, &x, sizeof b);
-    e = (int64_t)((b >> 52) & 0x7FF) - 1023;
-    b = (b & 0xFFFFFFFFFFFFFULL) | 0x3FF0000000000000ULL;   /* the mantissa, in [1, 2) */
-    memcpy(&m, &b, sizeof m);
-    if (m > %(sqrt2)s) {
-        m = m * 0.5;
-        e = e + 1;
-    }
-    k = (double)e;
+    mant = b & 0xFFFFFFFFFFFFFULL;
+    big = (int64_t)mant > (int64_t)%(sqrt2_mant)dLL;            /* the mantissa 1.mant > sqrt(2) */
+    mb = mant | (0x3FF0000000000000ULL - (big << 52));          /* m, halved when big */
+    memcpy(&m, &mb, sizeof m);
+    eb = (((b >> 52) & 0x7FF) + big) | 0x4330000000000000ULL;   /* 2^52 + the biased exponent (+1) */
+    memcpy(&k, &eb, sizeof k);
+    k = k - (0x1p52 + 1023.0);                                  /* the exponent, exactly */
     f = m - 1.0;
     s = f / (2.0 + f);
     z = s * s;
@@ -127,7 +237,7 @@ static double ffg_rng_log(double x)
 }
 
 /* sin(a) for |a| <= pi/4: Taylor through a^19. */
-static double ffg_rng_ksin(double a)
+static inline double ffg_rng_ksin(double a)
 {
     double z = a * a, r;
     %(sin_poly)s
@@ -135,7 +245,7 @@ static double ffg_rng_ksin(double a)
 }
 
 /* cos(a) for |a| <= pi/4: Taylor through a^20, 1 - z/2 compensated. */
-static double ffg_rng_kcos(double a)
+static inline double ffg_rng_kcos(double a)
 {
     double z = a * a, r, hz, w;
     %(cos_poly)s
@@ -144,53 +254,117 @@ static double ffg_rng_kcos(double a)
     return w + (((1.0 - w) - hz) + z * z * r);
 }
 
-/* cos(2 pi u) for u in [0, 1): quarter turns q = round(4u), exact remainder, then a kernel. */
-static double ffg_rng_cos2pi(double u)
+/* cos(2 pi u) and sin(2 pi u) for u in [0, 1): quarter turns q = round(4u) (read from the bits of
+ * t + 1.5*2^52), exact remainder, one pair of kernels, then the quadrant's swap and signs as bit
+ * masks (no branches, so a loop of it vectorises). */
+static inline void ffg_rng_sincos2pi(double u, double *cosv, double *sinv)
 {
     const double t = 4.0 * u;
-    const double q = (t + %(magic)s) - %(magic)s;
+    const double tm = t + %(magic)s;
+    const double q = tm - %(magic)s;
     const double a = (t - q) * %(pio2)s;
     const double s = ffg_rng_ksin(a), c = ffg_rng_kcos(a);
-    switch ((int64_t)q & 3) {
-    case 0: return c;
-    case 1: return -s;
-    case 2: return -c;
-    default: return s;
+    uint64_t qb, quad, swap, sb, cb, cosb, sinb;
+    memcpy(&qb, &tm, sizeof qb);
+    quad = qb & 3;                  /* round(4u) mod 4: cos = c, -s, -c, s; sin = s, c, -s, -c */
+    swap = 0 - (quad & 1);
+    memcpy(&sb, &s, sizeof sb);
+    memcpy(&cb, &c, sizeof cb);
+    cosb = ((cb & ~swap) | (sb & swap)) ^ (((quad ^ (quad >> 1)) & 1) << 63);
+    sinb = ((sb & ~swap) | (cb & swap)) ^ ((quad >> 1) << 63);
+    memcpy(cosv, &cosb, sizeof cosb);
+    memcpy(sinv, &sinb, sizeof sinb);
+}
+
+/* A uniform double in [0, 1) for element e: 53 bits of its 64-bit word (float64) or 24 bits of its
+ * 32-bit word (float32). */
+static inline double ffg_rng_uniform(uint64_t key, uint64_t call, uint64_t e, int bits24)
+{
+    return bits24 ? ffg_rng_u24(ffg_rng_word32(key, call, e)) : ffg_rng_u53(ffg_rng_word64(key, call, e));
+}
+
+/* The pairs of normals of m <= FFG_RNG_BATCH blocks (words wa[t], wb[t]): ev[t] and od[t], as
+ * ffg_rng_normal_pair below, in two loops: the log and the sine and cosine (vectorised where the target has
+ * 64-bit compares), then sqrt. */
+#define FFG_RNG_NORMAL_BODY \
+    double y[FFG_RNG_BATCH]; \
+    int t; \
+    for (t = 0; t < m; ++t) { \
+        const double u1 = 1.0 - ffg_rng_u53v(wa[t]), u2 = ffg_rng_u53v(wb[t]); \
+        y[t] = -2.0 * ffg_rng_log(u1); \
+        ffg_rng_sincos2pi(u2, &ev[t], &od[t]); \
+    } \
+    for (t = 0; t < m; ++t) { \
+        const double r = sqrt(y[t]); \
+        ev[t] = r * ev[t]; \
+        od[t] = r * od[t]; \
     }
+
+static void ffg_rng_normal_pairs_base(const uint64_t *restrict wa, const uint64_t *restrict wb, int m,
+                                      double *restrict ev, double *restrict od)
+{
+    FFG_RNG_NORMAL_BODY
 }
 
-/* A uniform double in [0, 1) for element e: 53 bits (float64) or 24 bits (float32) of block 0. */
-static double ffg_rng_uniform(uint64_t key, uint64_t call, uint64_t e, int bits24)
+#ifdef FFG_RNG_X86
+/* the same operations (no contraction: -ffp-contract=off), eight lanes at a time */
+__attribute__((target("avx512f,avx512dq,avx512vl,avx512bw")))
+static void ffg_rng_normal_pairs_avx512(const uint64_t *restrict wa, const uint64_t *restrict wb, int m,
+                                        double *restrict ev, double *restrict od)
+{
+    FFG_RNG_NORMAL_BODY
+}
+/* AVX2: four lanes, with the 64-bit compares SSE2 lacks */
+__attribute__((target("avx2")))
+static void ffg_rng_normal_pairs_avx2(const uint64_t *restrict wa, const uint64_t *restrict wb, int m,
+                                      double *restrict ev, double *restrict od)
+{
+    FFG_RNG_NORMAL_BODY
+}
+#define ffg_rng_normal_pairs (ffg_rng_level() == 2 ? ffg_rng_normal_pairs_avx512 \
+                              : ffg_rng_level() == 1 ? ffg_rng_normal_pairs_avx2 : ffg_rng_normal_pairs_base)
+#else
+#define ffg_rng_normal_pairs ffg_rng_normal_pairs_base
+#endif
+
+/* Box-Muller on the pair of words (w0, w1) = words (1:0), (3:2) of one block: u1 = 1 - u53(w0) in
+ * (0, 1], u2 = u53(w1) in [0, 1), r = sqrt(-2 log u1); the cosine half r cos(2 pi u2) (even element)
+ * and the sine half r sin(2 pi u2) (odd element). */
+static inline void ffg_rng_normal_pair(uint64_t w0, uint64_t w1, double *even, double *odd)
+{
+    ffg_rng_normal_pairs_base(&w0, &w1, 1, even, odd);
+}
+
+/* A standard normal for element e: its half of the pair from block (e/2, 0). */
+static inline double ffg_rng_std_normal(uint64_t key, uint64_t call, uint64_t e)
 {
     uint32_t x[4];
-    ffg_rng_block(key, call, e, 0, x);
-    return bits24 ? ffg_rng_u24(x[0]) : ffg_rng_u53(x[0], x[1]);
+    double even, odd;
+    ffg_rng_block(key, call, e >> 1, 0, x);
+    ffg_rng_normal_pair(ffg_rng_bits64(x[0], x[1]), ffg_rng_bits64(x[2], x[3]), &even, &odd);
+    return (e & 1) ? odd : even;
 }
 
-/* A standard normal for element e: Box-Muller on block 0, u1 in (0, 1], u2 in [0, 1). */
-static double ffg_rng_std_normal(uint64_t key, uint64_t call, uint64_t e)
+/* The smallest 2^b - 1 >= rm1. */
+static inline uint64_t ffg_rng_range_mask(uint64_t rm1)
 {
-    uint32_t x[4];
-    double u1, u2;
-    ffg_rng_block(key, call, e, 0, x);
-    u1 = 1.0 - ffg_rng_u53(x[0], x[1]);
-    u2 = ffg_rng_u53(x[2], x[3]);
-    return sqrt(-2.0 * ffg_rng_log(u1)) * ffg_rng_cos2pi(u2);
-}
-
-/* An unbiased integer in [0, rm1] for element e, by masked rejection: two tries per block
- * (words 1:0, then 3:2), blocks 0, 1, 2, ... of the element until one fits. */
-static uint64_t ffg_rng_bounded(uint64_t key, uint64_t call, uint64_t e, uint64_t rm1)
-{
-    uint64_t mask = rm1, v;
-    uint32_t x[4], j;
+    uint64_t mask = rm1;
     mask |= mask >> 1;
     mask |= mask >> 2;
     mask |= mask >> 4;
     mask |= mask >> 8;
     mask |= mask >> 16;
     mask |= mask >> 32;
-    for (j = 0;; ++j) {
+    return mask;
+}
+
+/* Element e's retries of a masked rejection whose first try (its 64-bit word) failed: two tries per
+ * own block (e, j), j = 1, 2, ... (words 1:0, then 3:2), until one fits. */
+static uint64_t ffg_rng_bounded_retry(uint64_t key, uint64_t call, uint64_t e, uint64_t rm1, uint64_t mask)
+{
+    uint64_t v;
+    uint32_t x[4], j;
+    for (j = 1;; ++j) {
         ffg_rng_block(key, call, e, j, x);
         v = ffg_rng_bits64(x[0], x[1]) & mask;
         if (v <= rm1)
@@ -201,17 +375,40 @@ static uint64_t ffg_rng_bounded(uint64_t key, uint64_t call, uint64_t e, uint64_
     }
 }
 
-/* Binomial(n, p) for element e: n Bernoulli trials, trial t from block t/2 (words 1:0 for even
- * t, 3:2 for odd t). O(n). */
+/* An unbiased integer in [0, rm1] for element e, by masked rejection: its 64-bit word first, then
+ * its own blocks. */
+static inline uint64_t ffg_rng_bounded(uint64_t key, uint64_t call, uint64_t e, uint64_t rm1)
+{
+    const uint64_t mask = ffg_rng_range_mask(rm1);
+    const uint64_t v = ffg_rng_word64(key, call, e) & mask;
+    return v <= rm1 ? v : ffg_rng_bounded_retry(key, call, e, rm1, mask);
+}
+
+/* The integer threshold of u53(w) < p: u53(w) < p exactly when (w >> 11) < ceil(p * 2^53) (the
+ * scaling by 2^53 is exact), for p in [0, 1]. */
+static inline uint64_t ffg_rng_threshold53(double p)
+{
+    const double t = p * 0x1p53;
+    uint64_t c = (uint64_t)t;
+    if ((double)c < t)
+        ++c;
+    return c;
+}
+
+/* Binomial(n, p) for element e: trial 0 from its 64-bit word, trial t >= 1 from its own block
+ * ((t+1)/2) (words 1:0 for odd t, 3:2 for even t). O(n). */
 static int64_t ffg_rng_binomial(uint64_t key, uint64_t call, uint64_t e, int64_t n, double p)
 {
-    int64_t t, hits = 0;
+    int64_t t, hits;
     uint32_t x[4];
-    for (t = 0; t < n; t += 2) {
-        ffg_rng_block(key, call, e, (uint32_t)(t / 2), x);
-        hits += ffg_rng_u53(x[0], x[1]) < p;
+    if (n <= 0)
+        return 0;
+    hits = ffg_rng_u53(ffg_rng_word64(key, call, e)) < p;
+    for (t = 1; t < n; t += 2) {
+        ffg_rng_block(key, call, e, (uint32_t)((t + 1) / 2), x);
+        hits += ffg_rng_u53(ffg_rng_bits64(x[0], x[1])) < p;
         if (t + 1 < n)
-            hits += ffg_rng_u53(x[2], x[3]) < p;
+            hits += ffg_rng_u53(ffg_rng_bits64(x[2], x[3])) < p;
     }
     return hits;
 }
@@ -230,14 +427,12 @@ static int ffg_rng_keyed_cmp(const void *a, const void *b)
     return x->pos < y->pos ? -1 : (x->pos > y->pos);   /* ties: by position, so the order is total */
 }
 
-/* keys[0..n) sorted: positions 0..n-1 by the 64-bit keys of elements first + i (words 1:0 of block 0). */
+/* keys[0..n) sorted: positions 0..n-1 by the 64-bit words of elements first + i. */
 static void ffg_rng_sorted_positions(uint64_t key, uint64_t call, uint64_t first, int64_t n, ffg_rng_keyed *keys)
 {
     int64_t i;
-    uint32_t x[4];
     for (i = 0; i < n; ++i) {
-        ffg_rng_block(key, call, first + (uint64_t)i, 0, x);
-        keys[i].key = ffg_rng_bits64(x[0], x[1]);
+        keys[i].key = ffg_rng_word64(key, call, first + (uint64_t)i);
         keys[i].pos = i;
     }
     if (n > 1)
@@ -263,7 +458,7 @@ def c_compile_args(op):
 
 
 def c_code_cache_version(op):
-    return (1,)
+    return (2,)
 
 
 def _message(text):
@@ -386,7 +581,8 @@ def _elementwise_code(op, node, name, inputs, outputs, sub):
 
     decl = ["uint64_t key, call;",
             "int64_t shape[%d], idx[%d], n, e;" % (nd1, nd1),
-            "int d;"]
+            "int d, same = 1;",
+            "%s *out;" % ctype]
     for pn, _, _, _ in params:
         decl.append("int64_t st_%s[%d], off_%s;   /* %s's strides over the output's axes (0: broadcast) */"
                     % (pn, nd1, pn, pn))
@@ -433,21 +629,135 @@ def _elementwise_code(op, node, name, inputs, outputs, sub):
         checks.append(("low < %dLL || high - 1 > %dLL" % (info.min, info.max),
                        "integers: low=%%lld, high=%%lld do not fit dtype %s" % op.dtype,
                        ["(long long)low", "(long long)high"]))
-    if checks:
-        body = "\n".join("""if (%s) {
+    check = "\n".join("""if (%s) {
     %s
 }""" % (cond, _indent(_error(d, fmt, *args)).strip()) for cond, fmt, args in checks)
-        parts.append("/* check the parameters of every element before drawing */\n" + _walk(nd, params, body))
-    parts.append("""/* the output, then element e from the Philox blocks of (key, call, e) */
-if (ffg_alloc_array(&%(z)s, %(nd)d, shape, sizeof(%(ctype)s), %(allocator)s, %(err)s))
-    %(fail)s""" % d)
-    parts.append("{\n    %s *out = (%s *)%s.data;\n%s\n}" % (
-        ctype, ctype, z, _indent(_walk(nd, params, "out[e] = %s;" % _draw_expr(op, ctype)))))
+    alloc = """if (ffg_alloc_array(&%(z)s, %(nd)d, shape, sizeof(%(ctype)s), %(allocator)s, %(err)s))
+    %(fail)s
+out = (%(ctype)s *)%(z)s.data;""" % d
+    uniform = " && ".join("st_%s[d] == 0" % pn for pn, _, _, _ in params) or "1"
+    reads = "\n".join("const %s %s = *(const %s *)%s.data;" % (ct, pn, ct, var) for pn, var, ct, _ in params)
+    fast = "\n".join(x for x in ["const int64_t nel = n;   /* the element count */", reads,
+                                 "/* check the parameters once */\nif (nel > 0) {\n%s\n}" % _indent(check)
+                                 if check else "", alloc, _fast_fill(op, ctype)] if x)
+    general = "\n".join(x for x in [
+        "/* check the parameters of every element before drawing */\n" + _walk(nd, params, check) if check else "",
+        alloc, "/* element e from the Philox blocks of (key, call, e), in C order */",
+        _walk(nd, params, "out[e] = %s;" % _draw_expr(op, ctype))] if x)
+    parts.append("""/* every parameter the same for every element (0-d, or broadcast along every axis)? */
+for (d = 0; d < %(nd)d; ++d)
+    same = same && %(uniform)s;
+if (same) {
+    /* the common case: one value per parameter, the contiguous output filled in batches */
+%(fast)s
+} else {
+%(general)s
+}""" % dict(nd=nd, uniform=uniform, fast=_indent(fast), general=_indent(general)))
     return "/* %s: a draw from the Philox4x32-10 stream of %s */\n{\n%s\n}" % (
         label.replace("*/", "* /"), state, _indent("\n".join(parts)))
 
 
+def _batched(per_block, body, decl=""):
+    """C filling out[0..nel) in runs of up to ``per_block * FFG_RNG_BATCH`` elements: the run's
+    shared blocks into wa, wb (ffg_rng_words), then ``body`` for its m elements e0 + [0, m)."""
+    return """{
+    %(decl)s
+    uint64_t wa[FFG_RNG_BATCH], wb[FFG_RNG_BATCH];
+    int64_t e0, t;
+    for (e0 = 0; e0 < nel; e0 += %(per)d * FFG_RNG_BATCH) {
+        const int64_t m = nel - e0 < %(per)d * FFG_RNG_BATCH ? nel - e0 : %(per)d * FFG_RNG_BATCH;
+        ffg_rng_words(key, call, (uint64_t)e0 / %(per)d, (int)((m + %(per)d - 1) / %(per)d), wa, wb);
+        %(body)s
+    }
+}""" % dict(per=per_block, body=_indent(body, 8).strip(), decl=decl)
+
+
+def _pairs(expr):
+    """The body of a run of 64-bit elements: element e0 + 2t from wa[t], e0 + 2t + 1 from wb[t];
+    ``expr`` is the value, a format of the word."""
+    return """for (t = 0; t < m / 2; ++t) {
+    out[e0 + 2 * t] = %s;
+    out[e0 + 2 * t + 1] = %s;
+}
+if (m & 1)
+    out[e0 + m - 1] = %s;""" % (expr % "wa[t]", expr % "wb[t]", expr % "wa[m / 2]")
+
+
+def _fast_fill(op, ctype):
+    """C filling the contiguous output ``out`` of ``nel`` elements when every parameter is one value
+    (the locals named as the parameters; binomial's ``n`` hides the element count): the bits of
+    _draw_expr, a batch of blocks at a time, with no odometer and nothing called per element."""
+    dist = op.dist
+    if dist == "uniform" and op.dtype == "float32":
+        u = "(%s)(low + (high - low) * ffg_rng_u24((uint32_t)(%%s)))" % ctype
+        return _batched(4, """for (t = 0; t < m / 4; ++t) {
+    out[e0 + 4 * t] = %s;
+    out[e0 + 4 * t + 1] = %s;
+    out[e0 + 4 * t + 2] = %s;
+    out[e0 + 4 * t + 3] = %s;
+}
+for (t = m & ~(int64_t)3; t < m; ++t)
+    out[e0 + t] = %s;""" % (u % "wa[t]", u % "wa[t] >> 32", u % "wb[t]", u % "wb[t] >> 32",
+                        u % "((t & 2) ? wb : wa)[t >> 2] >> (32 * (t & 1))"))
+    if dist == "uniform":
+        return _batched(2, _pairs("(%s)(low + (high - low) * ffg_rng_u53(%%s))" % ctype))
+    if dist in ("bernoulli", "binomial"):
+        one = _batched(2, _pairs("(%s)((int64_t)(%%s >> 11) < thr)" % ctype),
+                       "const int64_t thr = (int64_t)ffg_rng_threshold53(p);   /* u53(w) < p as integers */")
+        if dist == "bernoulli":
+            return one
+        return """if (n == 1) {   /* one trial: Bernoulli (n is the parameter here) */
+%s
+} else {
+    int64_t e;
+    for (e = 0; e < nel; ++e)
+        out[e] = (%s)ffg_rng_binomial(key, call, (uint64_t)e, n, p);
+}""" % (_indent(one), ctype)
+    if dist == "integers":
+        put = "out[e0 + %%s] = (%s)(int64_t)((uint64_t)low + (%%s));" % ctype
+        return _batched(2, """int nrej = 0;
+for (t = 0; t < m / 2; ++t) {   /* the first tries, without branches */
+    const uint64_t v0 = wa[t] & mask, v1 = wb[t] & mask;
+    %s
+    %s
+    rej[nrej] = (int)(2 * t);
+    nrej += v0 > rm1;
+    rej[nrej] = (int)(2 * t + 1);
+    nrej += v1 > rm1;
+}
+if (m & 1) {
+    const uint64_t v0 = wa[m / 2] & mask;
+    %s
+    rej[nrej] = (int)(m - 1);
+    nrej += v0 > rm1;
+}
+for (t = 0; t < nrej; ++t)   /* the rejected ones: their own blocks */
+    %s""" % (put % ("2 * t", "v0"), put % ("2 * t + 1", "v1"), put % ("m - 1", "v0"),
+             put % ("rej[t]", "ffg_rng_bounded_retry(key, call, (uint64_t)(e0 + rej[t]), rm1, mask)")),
+                        "const uint64_t rm1 = (uint64_t)high - (uint64_t)low - 1, mask = ffg_rng_range_mask(rm1);\n"
+                        "    int rej[2 * FFG_RNG_BATCH + 1];")
+    if dist == "normal":
+        return _batched(2, """ffg_rng_normal_pairs(wa, wb, (int)((m + 1) / 2), ev, od);
+for (t = 0; t < m / 2; ++t) {
+    out[e0 + 2 * t] = (%s)(loc + scale * ev[t]);
+    out[e0 + 2 * t + 1] = (%s)(loc + scale * od[t]);
+}
+if (m & 1)
+    out[e0 + m - 1] = (%s)(loc + scale * ev[m / 2]);""" % (ctype, ctype, ctype), "double ev[FFG_RNG_BATCH], od[FFG_RNG_BATCH];")
+    raise MethodNotDefined("%s has no C code" % op)
+
+
 # ------------------------------------------------------------------ choice and permutation
+
+
+def _head(op, d, decl, nd, count, what):
+    """The first parts of choice's and permutation's code: the locals (``decl``), the state, the
+    ``nd`` dimensions of ``size`` (when the op has it) and ``count``, their product."""
+    parts = ["uint64_t key, call;\n%s%s" % (decl, "\nint d;" if op.has_size else ""), _read_state(d)]
+    if op.has_size:
+        parts.append(_read_size(d, nd))
+    parts.append("%s = ffg_size(%d, shape);   /* %s */" % (count, nd, what))
+    return parts
 
 
 def _choice_code(op, node, name, inputs, outputs, sub):
@@ -465,11 +775,7 @@ def _choice_code(op, node, name, inputs, outputs, sub):
     d = dict(state=state, size=size, z=z, nd=nd, nd1=nd1, err=sub["err"], fail=sub["fail"],
              allocator=sub["allocator"], label=label, ctype=ctype, a=a, p=p, name=name,
              tol=_hex(_tolerance(op)), pctype=c_element_type(op.p_dtype))
-    parts = ["uint64_t key, call;\nint64_t shape[%d], k, n, e;%s" % (nd1, "\nint d;" if op.has_size else ""),
-             _read_state(d)]
-    if op.has_size:
-        parts.append(_read_size(d, nd))
-    parts.append("k = ffg_size(%d, shape);   /* the number of draws */" % nd)
+    parts = _head(op, d, "int64_t shape[%d], k, n, e;" % nd1, nd, "k", "the number of draws")
     if a_node.type.ndim == 0:
         parts.append("n = *(const int64_t *)%(a)s.data;   /* the population: range(n) */" % d)
     else:
@@ -590,11 +896,7 @@ def _permutation_code(op, node, name, inputs, outputs, sub):
     label = _message(op)
     d = dict(state=state, size=size, z=z, nd=nd, err=sub["err"], fail=sub["fail"], allocator=sub["allocator"],
              label=label, ctype=ctype, x=x, name=name, lead=lead)
-    parts = ["uint64_t key, call;\nint64_t shape[%d], batch, n, b;%s" % (nd, "\nint d;" if op.has_size else ""),
-             _read_state(d)]
-    if op.has_size:
-        parts.append(_read_size(d, lead))
-    parts.append("batch = ffg_size(%d, shape);   /* the number of permutations */" % lead)
+    parts = _head(op, d, "int64_t shape[%d], batch, n, b;" % nd, lead, "batch", "the number of permutations")
     if x_node.type.ndim == 0:
         parts.append("n = *(const int64_t *)%(x)s.data;   /* permute range(n) */" % d)
         put = "out[b * n + i] = (%s)keys[i].pos;" % ctype
