@@ -731,3 +731,32 @@ def flatnonzero(a):
     flat = flatten(a, 1) if a.ndim != 1 else a
     mask = flat if flat.dtype == "bool" else neq(flat, 0)
     return advanced_getitem(arange(shape_i(flat, 0)), (mask,))
+
+
+# ------------------------------------------------------------------ PyTensor's module-level names
+# (pytensor.tensor.subtensor has them; ffigraph.tensor.subtensor hands them out from here)
+
+advanced_subtensor1 = AdvancedSubtensor1()                                    # (x, ilist)
+advanced_inc_subtensor1 = AdvancedIncSubtensor1()                             # (x, y, ilist)
+advanced_set_subtensor1 = AdvancedIncSubtensor1(set_instead_of_inc=True)      # (x, y, ilist)
+
+
+def advanced_subtensor(x, *index):
+    """``x[index]`` for an advanced index given part by part (PyTensor's ``advanced_subtensor``)."""
+    from ffigraph.tensor.subtensor import getitem
+
+    return getitem(x, tuple(index))
+
+
+def advanced_inc_subtensor(x, y, *index):
+    """``inc_subtensor(x[index], y)``: repeated places get ``y`` added as often as they repeat."""
+    from ffigraph.tensor.subtensor import getitem, inc_subtensor
+
+    return inc_subtensor(getitem(x, tuple(index)), y)
+
+
+def advanced_set_subtensor(x, y, *index):
+    """``set_subtensor(x[index], y)``: a repeated place keeps the last write."""
+    from ffigraph.tensor.subtensor import getitem, set_subtensor
+
+    return set_subtensor(getitem(x, tuple(index)), y)

@@ -453,3 +453,12 @@ __all__ = list(_PUBLIC.values()) + [
     "bitwise_or", "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
     "Reduce", "ArgReduce", "Dot", "ELEMWISE",
 ]
+
+
+def __getattr__(name):
+    # pytensor.tensor.math.logsumexp: the op lives in special.py, which imports this module
+    if name == "logsumexp":
+        from ffigraph.tensor.special import logsumexp
+
+        return logsumexp
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -400,3 +400,20 @@ def set_subtensor(x_sub, y):
     ``x_sub`` is not an indexing result it stands for the whole of itself: ``y`` broadcast to
     ``x_sub``'s shape, cast to its dtype."""
     return _inc_or_set(x_sub, y, True, "set_subtensor")
+
+
+# PyTensor's pytensor.tensor.subtensor also holds the advanced-indexing ops; they live in
+# advanced_subtensor.py, which imports this module, so they are handed out on first use.
+_ADVANCED_NAMES = frozenset((
+    "AdvancedSubtensor1", "AdvancedSubtensor", "AdvancedIncSubtensor1", "AdvancedIncSubtensor",
+    "advanced_subtensor1", "advanced_inc_subtensor1", "advanced_set_subtensor1", "advanced_subtensor",
+    "advanced_inc_subtensor", "advanced_set_subtensor", "take",
+))
+
+
+def __getattr__(name):
+    if name in _ADVANCED_NAMES:
+        from ffigraph.tensor import advanced_subtensor
+
+        return getattr(advanced_subtensor, name)
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

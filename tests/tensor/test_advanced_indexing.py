@@ -390,3 +390,31 @@ def test_bad_index_from_a_c_host(tmp_path):
     proc = run(["./example"], bad.directory, env, check=False)
     assert proc.returncode == 1, proc
     assert "error 3" in proc.stderr and "index 3 is out of bounds for axis 0 with size 3" in proc.stderr, proc.stderr
+
+
+def test_pytensor_module_names():
+    """The names pytensor.tensor.subtensor (and math.logsumexp) give, at the same paths here."""
+    from ffigraph.tensor.math import logsumexp
+    from ffigraph.tensor.subtensor import (AdvancedSubtensor1, advanced_inc_subtensor, advanced_inc_subtensor1,
+                                           advanced_set_subtensor, advanced_set_subtensor1, advanced_subtensor,
+                                           advanced_subtensor1)
+
+    x, y, i = T.dmatrix("x"), T.dmatrix("y"), T.lvector("i")
+    assert isinstance(advanced_subtensor1, AdvancedSubtensor1)
+    f = function([x, i, y], [advanced_subtensor1(x, i), advanced_inc_subtensor1(x, y, i),
+                             advanced_set_subtensor1(x, y, i), advanced_subtensor(x, slice(None), i),
+                             advanced_inc_subtensor(x, y[0], i, 1), advanced_set_subtensor(x, y[0], i, 1),
+                             logsumexp(x, axis=1)])
+    xv, iv, yv = np.arange(9.0).reshape(3, 3), np.array([2, 0, 2]), np.arange(9.0, 18.0).reshape(3, 3)
+    inc, inc_at, set_at = xv.copy(), xv.copy(), xv.copy()
+    np.add.at(inc, iv, yv)
+    np.add.at(inc_at, (iv, 1), yv[0])
+    set_at[iv, 1] = yv[0]
+    setv = xv.copy()
+    setv[iv] = yv
+    want = [xv[iv], inc, setv, xv[:, iv], inc_at, set_at, np.log(np.exp(xv).sum(axis=1))]
+    for got, w in zip(f(xv, iv, yv), want):
+        np.testing.assert_allclose(got, w, rtol=1e-14)
+    with pytest.raises(AttributeError):
+        from ffigraph.tensor import subtensor
+        subtensor.no_such_name
