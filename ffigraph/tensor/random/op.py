@@ -354,6 +354,26 @@ def choice_tolerance(p_dtype):
     return float(np.sqrt(np.finfo(np.float32 if p_dtype == "float32" else np.float64).eps))
 
 
+def _population(op, name, v):
+    """``v`` (choice's ``a``, permutation's ``x``) checked: an integer (the population size, cast
+    to int64; a constant must be >= 0) or a vector of the op's dtype. Arrays of 2 or more
+    dimensions are not implemented."""
+    v = as_tensor_variable(v)
+    if v.ndim == 0:
+        if np.dtype(v.dtype).kind not in "iu":
+            raise TypeError("%s: %s must be an integer (the population size) or a vector, got %s"
+                            % (op.dist, name, v.type))
+        v = cast(v, "int64")
+        if isinstance(v, Constant) and int(v.data) < 0:
+            raise ValueError("%s: %s must be a non-negative integer, got %d" % (op.dist, name, int(v.data)))
+    elif v.ndim != 1:
+        raise NotImplementedError("%s: %s must be an integer or a vector; populations of %d dimensions are "
+                                  "not implemented" % (op.dist, name, v.ndim))
+    if v.dtype != op.dtype:
+        raise TypeError("%s: the op's dtype %s is not the population's %s" % (op.dist, op.dtype, v.dtype))
+    return v
+
+
 class ChoiceRV(DelegatedCOp, Op):
     """``a[i]`` for random indices i (or i itself when ``a`` is an integer count), ``size`` draws.
 
@@ -379,18 +399,7 @@ class ChoiceRV(DelegatedCOp, Op):
 
     def make_node(self, state, size, a, p=None):
         state = as_state(state)
-        a = as_tensor_variable(a)
-        if a.ndim == 0:
-            if np.dtype(a.dtype).kind not in "iu":
-                raise TypeError("choice: a must be an integer (the population size) or a vector, got %s" % a.type)
-            a = cast(a, "int64")
-            if isinstance(a, Constant) and int(a.data) < 0:
-                raise ValueError("choice: a must be a positive integer, got %d" % int(a.data))
-        elif a.ndim != 1:
-            raise NotImplementedError("choice: a must be an integer or a vector; %d-d populations are not "
-                                      "implemented" % a.ndim)
-        if (a.dtype if a.ndim else "int64") != self.dtype:
-            raise TypeError("choice: the op's dtype %s is not the population's %s" % (self.dtype, a.dtype))
+        a = _population(self, "a", a)
         inputs = [state]
         out_shape = ()
         if self.has_size:
@@ -492,18 +501,7 @@ class PermutationRV(DelegatedCOp, Op):
 
     def make_node(self, state, size, x):
         state = as_state(state)
-        x = as_tensor_variable(x)
-        if x.ndim == 0:
-            if np.dtype(x.dtype).kind not in "iu":
-                raise TypeError("permutation: x must be an integer or a vector, got %s" % x.type)
-            x = cast(x, "int64")
-            if isinstance(x, Constant) and int(x.data) < 0:
-                raise ValueError("permutation: x must be a non-negative integer, got %d" % int(x.data))
-        elif x.ndim != 1:
-            raise NotImplementedError("permutation: only integers and vectors are implemented, x has %d "
-                                      "dimensions" % x.ndim)
-        if (x.dtype if x.ndim else "int64") != self.dtype:
-            raise TypeError("permutation: the op's dtype %s is not x's %s" % (self.dtype, x.dtype))
+        x = _population(self, "x", x)
         inputs = [state]
         lead = ()
         if self.has_size:
