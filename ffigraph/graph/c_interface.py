@@ -17,6 +17,9 @@ Keys of ``sub``, the dictionary every method receives:
   struct      the state pointer; members from c_support_code_struct are ``%(struct)s->member``
   context     the C name of the node's context (``get_context``), when the op has one
   node_index  the node's position in execution order
+  inner_graphs  for an op with graphs of its own (``c_inner_graphs``): one dict per graph, ``prefix``
+              (its static C functions are ``<prefix>_run``, ``_create``, ``_destroy``, shaped like
+              the exported ones) and ``state`` (a C expression of its state pointer)
 c_extract also gets: input (an ``const FfgTensor *`` expression), input_index, input_name.
 c_sync also gets: output (an ``FfgOutput *`` expression), out_shape, out_strides (int64
 storage that outlives the call), alias_of (the input slot the value may view, or -1).
@@ -142,6 +145,19 @@ class COp(CLinkerObject):
 
     def get_context(self, node):
         return None
+
+    def c_inner_graphs(self, node):
+        """FunctionGraphs the node runs itself (scan's loop body), compiled into the same library:
+        the C linker generates each as static functions (its ``run`` takes the ABI's inputs and
+        outputs, as a host would call it) with a state the node's state owns, and hands the op
+        ``sub['inner_graphs']``. The node has C code only when every node of them has. Optional."""
+        return []
+
+    def c_lazy_condition(self, node, name):
+        """For an op with lazy branches (``Op.lazy_branches``): a C expression, nonzero when the
+        condition held in the C local ``name`` selects the then branch. The C linker puts each
+        branch's node calls under ``if`` / ``else`` on it."""
+        raise MethodNotDefined("%s has no c_lazy_condition" % self)
 
 
 def call_c_method(obj, method, *args, **kwargs):

@@ -155,6 +155,19 @@ class Op(PropsIdentity):
     def do_constant_folding(self, fgraph, node):
         return True
 
+    # ---- lazy evaluation (the contract linkers read: ffigraph/graph/branches.py, ffigraph/linkers/lazy.py)
+
+    lazy_branches = None
+    """Ops that choose between branches (``ifelse``) define ``lazy_branches(node)`` returning
+    ``(cond_index, then_indices, else_indices)``: positions in ``node.inputs`` of the condition
+    (a scalar; nonzero means "then") and of the values each branch needs. Every linker then runs a
+    node whose values are only needed through one branch (transitively) only when that branch is
+    taken, and runs this node after the branch; the op's ``perform`` (and ``c_code``) must read
+    only the inputs of the taken branch, since the others may never have been computed. For the
+    whole-graph C linker the op also gives ``c_lazy_condition(node, name)``, a C expression that
+    is nonzero when the condition held in the C local ``name`` selects the then branch.
+    Left None: the op is eager (every input is computed before it runs)."""
+
 
 def call_infer_shape(op, fgraph, node, input_shapes):
     """Call ``infer_shape`` in PyTensor's form, or Theano's ``(node, shapes)`` form."""

@@ -8,6 +8,7 @@ input cells, call the thunk, read the output cells.
 from __future__ import annotations
 
 from ffigraph.graph.basic import Constant
+from ffigraph.linkers import lazy
 
 
 class Container:
@@ -126,7 +127,19 @@ def sequence_thunks(fgraph, order, node_thunks, storage_map, profile=False):
     The cells that nodes write are cleared first, so no result of an earlier
     call is ever reused or returned twice. ``profile``: the timed twin instead, its
     counters in ``thunk.profile_recorder`` (a separate function, so the plain one pays nothing).
+    A graph with lazy branches (``ifelse``) runs a guarded node only when its branch is taken
+    (linkers.lazy); graphs without them keep the straight loop below.
     """
+    if lazy.has_lazy_nodes(order):
+        recorder = None
+        if profile:
+            from ffigraph.linkers.timing import PythonNodeTimes
+
+            recorder = PythonNodeTimes(order, storage_map)
+        thunk = lazy.lazy_sequence(fgraph, order, node_thunks, storage_map, annotate_node_error, recorder)
+        if recorder is not None:
+            thunk.profile_recorder = recorder
+        return thunk
     if profile:
         from ffigraph.linkers.timing import PythonNodeTimes, timed_sequence
 
@@ -164,7 +177,7 @@ class PerformLinker(Linker):
 
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph
-        order = fgraph.toposort()
+        order = lazy.execution_order(fgraph)
         storage_map = make_storage_map(fgraph, input_storage)
         compute_map = {v: [False] for v in storage_map}
         thunks = [node.op.make_thunk(node, storage_map, compute_map, self.no_recycling) for node in order]
@@ -174,4 +187,4 @@ class PerformLinker(Linker):
         return thunk, input_cells, output_cells
 
     def describe_nodes(self):
-        return [(node, "python (perform)") for node in self.fgraph.toposort()]
+        return [(node, "python (perform)") for node in lazy.execution_order(self.fgraph)]

@@ -7,7 +7,8 @@ Groups grow backwards from a sink node, adding producers, so the sink reads
 exact: the unfused graph fails to broadcast exactly when the fused loop does.
 Two groups are merged only when they read the same set of inputs, for the
 same reason. A producer is not added if that would make a cycle through a
-node outside the group.
+node outside the group. Nodes needed under different branches of an ``ifelse``
+(graph.branches) stay apart, so the fused loop never computes a branch not taken.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import logging
 import numpy as np
 
 from ffigraph.graph.basic import Constant
+from ffigraph.graph.branches import branch_contexts
 from ffigraph.graph.rewriting import replace_all_validate
 from ffigraph.scalar.composite import Composite, const_ref
 from ffigraph.scalar.expand import expand, expandable
@@ -49,6 +51,7 @@ class _Graph:
         self.fgraph = fgraph
         self.order = fgraph.toposort()
         self.pos = {n: i for i, n in enumerate(self.order)}
+        self.context = branch_contexts(fgraph, self.order)   # the lazy branch each node runs under
 
     def reaches(self, starts, targets, limit):
         """True when a path from any node in ``starts`` reaches a node in ``targets``
@@ -85,6 +88,8 @@ def _grow(graph, sink, assigned):
             p = var.owner
             if p is None or p in members or p in assigned or not _fusable(p) or p.outputs[0].ndim != ndim:
                 continue
+            if graph.context[p] != graph.context[sink]:
+                continue  # p is needed outside sink's ifelse branch: fused, the branch would run eagerly
             limit = max(graph.pos[m] for m in members)
             if graph.reaches(graph.external_clients([p], members), members, limit):
                 continue  # p -> outside -> group
@@ -122,14 +127,14 @@ def find_groups(fgraph):
         members = _grow(graph, node, assigned)
         assigned |= members
         groups.append(sorted(members, key=graph.pos.get))
-    return _merge_siblings(groups), graph
+    return _merge_siblings(groups, graph.context), graph
 
 
-def _merge_siblings(groups):
+def _merge_siblings(groups, context):
     by_inputs = {}
     merged = []
     for g in groups:
-        key = (g[0].outputs[0].ndim, frozenset(_external_inputs(g)))
+        key = (g[0].outputs[0].ndim, frozenset(_external_inputs(g)), context[g[0]])
         if not key[1]:
             merged.append(g)
             continue

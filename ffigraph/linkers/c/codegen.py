@@ -15,6 +15,16 @@ Generated code names variables V<n>; macros map them to the frame, so every
 contract method sees plain names, as in Theano. One function per node (not
 one nested function for the graph, as Theano did) keeps compile time linear:
 a 3000-node graph as a single function took 100 s at -O3.
+
+Nested graphs: an op whose node has graphs of its own (scan's loop body) offers
+``c_inner_graphs(node)``, a list of FunctionGraphs. Each one is generated into
+the same translation unit, by the same code, as static functions and types
+named ``<prefix>_n<node>_g<k>`` (frame, state, node functions, create, destroy
+and run with the exported shapes), its variables named ``n<node>_g<k>_V<n>``.
+The outer state holds a pointer to each inner state, made in create and freed
+in destroy; the op's ``c_code`` gets ``sub['inner_graphs']``, one dict per
+graph: ``prefix`` (of its C functions) and ``state`` (a C expression of its
+state pointer), and calls ``<prefix>_run(<state>, ...)`` as a host would.
 """
 from __future__ import annotations
 
@@ -23,7 +33,7 @@ import textwrap
 
 from ffigraph.abi import HEADER_NAME, dtype_code
 from ffigraph.graph.basic import Constant
-from ffigraph.linkers import devices
+from ffigraph.linkers import devices, lazy
 from ffigraph.linkers.c import profile_c
 from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.linkers.c.runtime import RUNTIME_C
@@ -56,16 +66,23 @@ def _optional(obj, method, *args, **kwargs):
 
 
 def node_has_c_code(node):
-    """True when the node's op and all its variables' types implement the C contracts."""
+    """True when the node's op and all its variables' types implement the C contracts, and so do
+    all the nodes of its inner graphs (``c_inner_graphs``), if it has any."""
     for v in node.inputs + node.outputs:
         if not hasattr(v.type, "c_declare") or _optional(v.type, "c_abi_dtype") is None:
             return False
     if not hasattr(node.op, "c_code"):
         return False
+    inner = _optional(node.op, "c_inner_graphs", node) or []
+    for fgraph in inner:
+        if not all(node_has_c_code(n) for n in lazy.execution_order(fgraph)):
+            return False
     names = ["probe_in%d" % i for i in range(len(node.inputs))]
     outs = ["probe_out%d" % i for i in range(len(node.outputs))]
     sub = dict(fail="goto probe;", err="err", allocator="allocator", device_allocator="device_allocator",
                struct="state", node_index=0)
+    if inner:
+        sub["inner_graphs"] = [dict(prefix="probe_g%d" % k, state="probe_state%d" % k) for k in range(len(inner))]
     try:
         node.op.c_code(node, "probe", names, outs, sub)
     except (MethodNotDefined, NotImplementedError):
@@ -132,12 +149,16 @@ def _comment(text):
 
 
 class _Names:
-    def __init__(self):
+    """C names of a graph's variables: V<n>, or <prefix>V<n> in an inner graph (its macros share
+    the translation unit with the outer graph's)."""
+
+    def __init__(self, prefix=""):
+        self.prefix = prefix
         self.names = {}
 
     def __call__(self, var):
         if var not in self.names:
-            self.names[var] = "V%d" % len(self.names)
+            self.names[var] = "%sV%d" % (self.prefix, len(self.names))
         return self.names[var]
 
 
@@ -155,11 +176,16 @@ def generate(fgraph, input_roles=None, output_roles=None, output_alias=None, con
 
 
 class _Generator:
-    def __init__(self, fgraph, input_roles, output_roles, output_alias, profile=False):
+    def __init__(self, fgraph, input_roles, output_roles, output_alias, profile=False, parent=None, tag=None):
+        """``parent``/``tag``: an inner graph of ``parent``'s unit, its functions named
+        ``<parent prefix>_<tag>``; it shares the parent's globals and build requirements."""
         self.fgraph = fgraph
         self.profile = bool(profile)
-        self.order = fgraph.toposort()
-        self.name = _Names()
+        self.prefix = PREFIX_TOKEN if parent is None else "%s_%s" % (parent.prefix, tag)
+        self.inner_sections = []   # the code of inner graphs (deepest first), placed before this graph's
+        self.plan = lazy.plan(fgraph)         # nodes, and the Branches of lazy ops (linkers.lazy)
+        self.order = lazy.flatten(self.plan)  # = fgraph.toposort() when the graph has no lazy op
+        self.name = _Names() if parent is None else _Names("%s%s_" % (parent.name.prefix, tag))
         self.inputs = list(fgraph.inputs)
         self.outputs = list(fgraph.outputs)
         self.input_roles = input_roles or [0] * len(self.inputs)
@@ -172,6 +198,9 @@ class _Generator:
         self.struct_cleanup = []
         self.requirements = dict(headers=[], header_dirs=[], libraries=[], lib_dirs=[],
                                  compile_args=[], no_compile_args=[], cuda_sources=[])
+        if parent is not None:   # one unit: support code and flags merge (without repeats)
+            self.globals = parent.globals
+            self.requirements = parent.requirements
         self.cacheable = True
 
     # ---- collecting what objects ask for
@@ -196,6 +225,24 @@ class _Generator:
     # ---- scopes
 
     def build(self):
+        body, node_functions, seen = self._graph_body()
+        # device values (even without a kernel, e.g. a view) need the CUDA object: it releases their blocks
+        on_device = any(getattr(v.type, "device", "cpu") != "cpu" for v in seen)
+        if self.requirements["cuda_sources"] or on_device:
+            cuda = devices.get("cuda")   # registered by the package whose types and ops put CUDA here
+
+            self.requirements["cuda_sources"].insert(0, cuda.prelude())
+            self.requirements["cuda"] = cuda.build_requirements()
+        source = self._unit(body, node_functions)
+        digest = hashlib.sha256(source.encode()).hexdigest()
+        prefix = "ffg_" + digest[:24]
+        source = source.replace(PREFIX_TOKEN, prefix).replace("FFG_SOURCE_HASH", digest)
+        return GraphSource(source, prefix, self.requirements, self.cacheable, self.inputs, self.outputs,
+                           self.order)
+
+    def _graph_body(self):
+        """(run's body, the node functions, every variable set up): what the exported graph and
+        an inner graph share."""
         setups, cleanups = [], []   # variable set-up in order; their cleanups run in reverse
         seen = set()
         for slot, var in enumerate(self.inputs):
@@ -216,22 +263,21 @@ class _Generator:
             if var not in seen:
                 raise ValueError("output %s is neither computed nor an input; it must be copied first" % var)
         node_functions, calls = self._nodes()
-        # device values (even without a kernel, e.g. a view) need the CUDA object: it releases their blocks
-        on_device = any(getattr(v.type, "device", "cpu") != "cpu" for v in seen)
-        if self.requirements["cuda_sources"] or on_device:
-            cuda = devices.get("cuda")   # registered by the package whose types and ops put CUDA here
-
-            self.requirements["cuda_sources"].insert(0, cuda.prelude())
-            self.requirements["cuda"] = cuda.build_requirements()
         first_cleanup = cleanups[-1][0] if cleanups else "__label_end"
         body = "\n".join(setups) + "\n" + self._offers(seen) + calls + "\n" + self._syncs(first_cleanup) + "\n" \
             + "\n".join(code for _, code in reversed(cleanups)) + "\n__label_end:;"
-        source = self._unit(body, node_functions)
-        digest = hashlib.sha256(source.encode()).hexdigest()
-        prefix = "ffg_" + digest[:24]
-        source = source.replace(PREFIX_TOKEN, prefix).replace("FFG_SOURCE_HASH", digest)
-        return GraphSource(source, prefix, self.requirements, self.cacheable, self.inputs, self.outputs,
-                           self.order)
+        return body, node_functions, seen
+
+    def build_inner(self, what):
+        """This inner graph's code (``what`` names it in a comment): its own inner graphs, then its
+        frame, state, node functions and static create/destroy/run."""
+        body, node_functions, seen = self._graph_body()
+        on_device = [v for v in seen if getattr(v.type, "device", "cpu") != "cpu"]
+        if on_device:
+            raise MethodNotDefined("%s: inner graphs run on the CPU, but %s lives on %s"
+                                   % (what, on_device[0], on_device[0].type.device))
+        banner = "/* ==== %s: static functions %s_* ==== */\n" % (comment_text(what), self.prefix)
+        return "\n\n".join(self.inner_sections + [banner + self._graph_section(body, node_functions, top=False)])
 
     def _add_var(self, setups, cleanups, label, declaration, setup, cleanup):
         self.frame_members.append(declaration)
@@ -346,8 +392,37 @@ class _Generator:
                 calls.append(self._timed_call(index, node, values))
                 values += len(node.outputs)
             else:
-                calls.append("if (%s_node%d(state, f, err))\n    goto __label_nodes_end;" % (PREFIX_TOKEN, index))
+                calls.append("if (%s_node%d(state, f, err))\n    goto __label_nodes_end;" % (self.prefix, index))
+        if any(isinstance(item, lazy.Branch) for item in self.plan):
+            calls = self._guarded_calls(self.plan, dict(zip(self.order, calls)))
         return "\n\n".join(functions), "\n".join(calls)
+
+    def _guarded_calls(self, items, call_of):
+        """The node calls of a plan block; a lazy op's Branch becomes ``if (condition) { then
+        calls } else { else calls }``, so a node whose value only a skipped branch needs never runs.
+        Its values keep their initial state, which their cleanups already handle."""
+        calls = []
+        for item in items:
+            if not isinstance(item, lazy.Branch):
+                calls.append(call_of[item])
+                continue
+            node = item.node
+            index = self.order.index(node)
+            condition = _optional(node.op, "c_lazy_condition", node, self.name(item.condition))
+            if condition is None:
+                raise MethodNotDefined("%s has lazy branches but no c_lazy_condition: the C linker cannot "
+                                       "test its condition" % (node.op,))
+            then_calls = _indent("\n".join(self._guarded_calls(item.then_items, call_of)))
+            else_calls = _indent("\n".join(self._guarded_calls(item.else_items, call_of)))
+            what = "node #%d %s" % (index, node)
+            if not then_calls:
+                calls.append("if (!(%s)) {   %s\n%s\n}" % (condition, _comment("else branch of " + what), else_calls))
+                continue
+            code = "if (%s) {   %s\n%s\n}" % (condition, _comment("then branch of " + what), then_calls)
+            if else_calls:
+                code += " else {   %s\n%s\n}" % (_comment("else branch of " + what), else_calls)
+            calls.append(code)
+        return calls
 
     def _timed_call(self, index, node, first_value):
         """A node call between two clock reads; on success its outputs' shapes are recorded."""
@@ -362,7 +437,7 @@ class _Generator:
     def _node_function(self, index, node, qualifier):
         op = node.op
         self._collect(op, check_version=False)
-        nname = "node%d" % index
+        nname = "%snode%d" % (self.name.prefix, index)   # names support code: unique in the unit
         label = "__label_%s" % nname
         ins = [self.name(v) for v in node.inputs]
         outs = [self.name(v) for v in node.outputs]
@@ -370,6 +445,9 @@ class _Generator:
         context = _optional(op, "get_context", node)
         if context is not None:
             sub["context"] = context
+        inner = _optional(op, "c_inner_graphs", node)
+        if inner:
+            sub["inner_graphs"] = [self._inner_graph(index, node, k, g) for k, g in enumerate(inner)]
         self._add_unique(self.globals, [_optional(op, "c_support_code_apply", node, nname)])
         # GPU nodes: their launchers and kernels, compiled by nvcc into the same library
         self._add_unique(self.requirements["cuda_sources"], [_optional(op, "c_cuda_source_apply", node, nname)])
@@ -389,8 +467,27 @@ class _Generator:
         code = op.c_code(node, nname, ins, outs, sub)
         cleanup = _optional(op, "c_code_cleanup", node, nname, ins, outs, sub) or ""
         return NODE_TEMPLATE % dict(comment=_comment("node #%d: %s" % (index, node)), qualifier=qualifier,
-                                    P=PREFIX_TOKEN, index=index, code=_indent(code), label=label,
+                                    P=self.prefix, index=index, code=_indent(code), label=label,
                                     cleanup=_indent(cleanup))
+
+    def _inner_graph(self, index, node, k, fgraph):
+        """Generate inner graph k of node #index into this unit (before this graph's code); this
+        graph's state holds its state. Returns what the op's c_code gets in sub['inner_graphs']."""
+        from ffigraph.linkers.c.linker import _alias_slot   # the linker imports this module
+
+        tag = "n%d_g%d" % (index, k)
+        inputs = list(fgraph.inputs)
+        gen = _Generator(fgraph, None, None, [_alias_slot(v, inputs) for v in fgraph.outputs], parent=self, tag=tag)
+        self.inner_sections.append(gen.build_inner("inner graph %d of node #%d %s" % (k, index, node)))
+        if not gen.cacheable:
+            self.cacheable = False
+        member = "inner_%s" % tag
+        self.struct_members.append("%s_state *%s;  %s" % (gen.prefix, member,
+                                                          _comment("inner graph %d of node #%d" % (k, index))))
+        self.init_code.append("state->%s = %s_create(state->allocator, err);\nif (state->%s == NULL)\n"
+                              "    goto __create_fail;" % (member, gen.prefix, member))
+        self.struct_cleanup.append("%s_destroy(state->%s);\nstate->%s = NULL;" % (gen.prefix, member, member))
+        return dict(prefix=gen.prefix, state="state->%s" % member)
 
     # ---- the translation unit
 
@@ -409,6 +506,15 @@ class _Generator:
     def _unit(self, body, node_functions):
         headers = "\n".join(h if h.startswith("#") else "#include %s" % (h if h[0] in "<\"" else "<%s>" % h)
                             for h in self.requirements["headers"])
+        head = UNIT_HEAD % dict(
+            header=HEADER_NAME, runtime=RUNTIME_C, headers=headers,
+            globals="\n\n".join(g for g in self.globals if g),
+            profile_runtime=profile_c.PROFILE_RUNTIME_C if self.profile else "")
+        inner = "".join(section + "\n\n" for section in self.inner_sections)
+        return head + inner + self._graph_section(body, node_functions, top=True)
+
+    def _graph_section(self, body, node_functions, top):
+        """GRAPH_TEMPLATE filled for this graph: exported (``top``) or static (an inner graph)."""
         members = "\n".join(_indent(m) for m in self.struct_members)
         n_in, n_out = len(self.inputs), len(self.outputs)
         init_code = list(self.init_code)
@@ -416,31 +522,37 @@ class _Generator:
             init_code.append(profile_c.create_code(self.order))
         init = "\n".join(_indent(c) for c in init_code if c)
         n_values = len(profile_c.value_slots(self.order))
-        sizes = dict(n_nodes=max(len(self.order), 1), n_values=max(n_values, 1), P=PREFIX_TOKEN)
+        sizes = dict(n_nodes=max(len(self.order), 1), n_values=max(n_values, 1), P=self.prefix)
         struct_cleanup = "\n".join(_indent(c) for c in reversed(self.struct_cleanup) if c)
-        return UNIT_TEMPLATE % dict(
-            header=HEADER_NAME, runtime=RUNTIME_C, headers=headers,
-            globals="\n\n".join(g for g in self.globals if g), members=members or "    int unused;",
+        values = dict(
+            members=members or "    int unused;",
             n_out_alloc=max(n_out, 1), n_in=n_in, n_out=n_out, body=_indent(body),
-            inputs_table=self._slot_table("ffg_input_slots", self.inputs, self.input_roles),
-            outputs_table=self._slot_table("ffg_output_slots", self.outputs, self.output_roles),
-            init=init, struct_cleanup=struct_cleanup, P=PREFIX_TOKEN,
+            init=init, struct_cleanup=struct_cleanup, P=self.prefix,
             frame="\n".join("    " + m for m in self.frame_members) or "    int unused;",
             var_macros="\n".join("#define %s (f->%s)" % (n, n) for n in self.name.names.values()),
             node_functions=node_functions,
             # run only sets up, calls and cleans up; optimising it for a large graph costs
             # far more compile time than it saves (alias analysis over a big frame)
             run_attributes='__attribute__((optimize("O0")))\n' if len(self.order) > LARGE_GRAPH else "",
-            profile_runtime=profile_c.PROFILE_RUNTIME_C if self.profile else "",
             profile_members=profile_c.STATE_MEMBERS % sizes if self.profile else "",
-            profile_function=(profile_c.PROFILE_FUNCTION % dict(sizes, n_nodes=len(self.order), n_values=n_values)
-                              if self.profile else ""),
             run_start=("    " + profile_c.RUN_START) if self.profile else "",
             run_end=profile_c.RUN_END if self.profile else "",
+            linkage="FFG_EXPORT" if top else "static", interface="", set_allocator="",
         )
+        if top:
+            values["interface"] = INTERFACE_TEMPLATE % dict(
+                values, inputs_table=self._slot_table("ffg_input_slots", self.inputs, self.input_roles),
+                outputs_table=self._slot_table("ffg_output_slots", self.outputs, self.output_roles),
+                profile_function=(profile_c.PROFILE_FUNCTION % dict(sizes, n_nodes=len(self.order),
+                                                                    n_values=n_values) if self.profile else ""))
+            values["set_allocator"] = SET_ALLOCATOR_TEMPLATE % values
+        return GRAPH_TEMPLATE % values
 
 
-UNIT_TEMPLATE = r"""/* Generated by ffigraph: one compiled graph over the ffigraph ABI (see %(header)s). */
+# A translation unit: UNIT_HEAD (includes, runtime, every graph's support code), the code of each
+# inner graph (GRAPH_TEMPLATE, static), then the exported graph (GRAPH_TEMPLATE with
+# INTERFACE_TEMPLATE and SET_ALLOCATOR_TEMPLATE, its functions FFG_EXPORT).
+UNIT_HEAD = r"""/* Generated by ffigraph: one compiled graph over the ffigraph ABI (see %(header)s). */
 #include "%(header)s"
 %(runtime)s%(profile_runtime)s
 %(headers)s
@@ -448,7 +560,9 @@ UNIT_TEMPLATE = r"""/* Generated by ffigraph: one compiled graph over the ffigra
 /* ---- support code of the graph's types and ops ---- */
 %(globals)s
 
-/* ---- every variable's C locals, in one frame (kept in the state) ---- */
+"""
+
+GRAPH_TEMPLATE = r"""/* ---- every variable's C locals, in one frame (kept in the state) ---- */
 typedef struct %(P)s_frame {
 %(frame)s
 } %(P)s_frame;
@@ -473,26 +587,7 @@ typedef struct %(P)s_state {
 /* ---- one function per node ---- */
 %(node_functions)s
 
-/* ---- description ---- */
-%(inputs_table)s
-%(outputs_table)s
-static const int64_t ffg_layout[] = {FFG_LAYOUT_ENTRIES};
-static const FfgDescription ffg_description = {
-    FFG_ABI_VERSION, (int32_t)(sizeof ffg_layout / sizeof ffg_layout[0]), ffg_layout,
-    %(n_in)d, %(n_out)d, ffg_input_slots, ffg_output_slots, "FFG_SOURCE_HASH"
-};
-
-FFG_EXPORT uint32_t %(P)s_version(void)
-{
-    return FFG_ABI_VERSION;
-}
-
-FFG_EXPORT const FfgDescription *%(P)s_describe(void)
-{
-    return &ffg_description;
-}
-%(profile_function)s
-FFG_EXPORT void %(P)s_destroy(void *state_)
+%(interface)s%(linkage)s void %(P)s_destroy(void *state_)
 {
     %(P)s_state *state = (%(P)s_state *)state_;
     const FfgAllocator *allocator;
@@ -506,23 +601,7 @@ FFG_EXPORT void %(P)s_destroy(void *state_)
         free(state);
 }
 
-FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator)
-{
-    %(P)s_state *state = (%(P)s_state *)state_;
-    if (state == NULL || device_type != FFG_DEVICE_CUDA)
-        return FFG_ERR_ABI;   /* the CPU allocator is P_create's */
-    if (allocator != NULL && (allocator->alloc == NULL || allocator->release == NULL))
-        return FFG_ERR_ABI;
-    if (allocator == NULL) {
-        state->device_allocator = NULL;
-    } else {
-        state->device_allocator_copy = *allocator;
-        state->device_allocator = &state->device_allocator_copy;
-    }
-    return FFG_OK;
-}
-
-FFG_EXPORT void *%(P)s_create(const FfgAllocator *allocator, FfgError *err)
+%(set_allocator)s%(linkage)s void *%(P)s_create(const FfgAllocator *allocator, FfgError *err)
 {
     %(P)s_state *state;
     if (err) {
@@ -550,7 +629,7 @@ __create_fail:
     return NULL;
 }
 
-%(run_attributes)sFFG_EXPORT int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
+%(run_attributes)s%(linkage)s int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
                               FfgOutput *outputs, int32_t n_outputs, FfgError *err)
 {
     %(P)s_state *state = (%(P)s_state *)state_;
@@ -592,6 +671,47 @@ __create_fail:
     return err->code;
 }
 """
+
+INTERFACE_TEMPLATE = r"""/* ---- description ---- */
+%(inputs_table)s
+%(outputs_table)s
+static const int64_t ffg_layout[] = {FFG_LAYOUT_ENTRIES};
+static const FfgDescription ffg_description = {
+    FFG_ABI_VERSION, (int32_t)(sizeof ffg_layout / sizeof ffg_layout[0]), ffg_layout,
+    %(n_in)d, %(n_out)d, ffg_input_slots, ffg_output_slots, "FFG_SOURCE_HASH"
+};
+
+FFG_EXPORT uint32_t %(P)s_version(void)
+{
+    return FFG_ABI_VERSION;
+}
+
+FFG_EXPORT const FfgDescription *%(P)s_describe(void)
+{
+    return &ffg_description;
+}
+%(profile_function)s
+"""
+
+SET_ALLOCATOR_TEMPLATE = r"""FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator)
+{
+    %(P)s_state *state = (%(P)s_state *)state_;
+    if (state == NULL || device_type != FFG_DEVICE_CUDA)
+        return FFG_ERR_ABI;   /* the CPU allocator is P_create's */
+    if (allocator != NULL && (allocator->alloc == NULL || allocator->release == NULL))
+        return FFG_ERR_ABI;
+    if (allocator == NULL) {
+        state->device_allocator = NULL;
+    } else {
+        state->device_allocator_copy = *allocator;
+        state->device_allocator = &state->device_allocator_copy;
+    }
+    return FFG_OK;
+}
+
+"""
+
+UNIT_TEMPLATE = UNIT_HEAD + GRAPH_TEMPLATE   # the exported graph (with the interface parts filled in)
 
 
 NODE_TEMPLATE = r"""%(comment)s

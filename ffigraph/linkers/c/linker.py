@@ -11,7 +11,7 @@ import logging
 
 from ffigraph.abi import ffi
 from ffigraph.graph.fg import FunctionGraph
-from ffigraph.linkers import devices
+from ffigraph.linkers import devices, lazy
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
 from ffigraph.linkers.timing import compile_phase
 from ffigraph.linkers.c.callshim import packed_run
@@ -180,7 +180,7 @@ def whole_graph_source(fgraph):
 
 def nodes_without_c_code(fgraph):
     """"#i node" for each node of ``fgraph`` (in execution order) that has no C code."""
-    return ["#%d %s" % (i, n) for i, n in enumerate(fgraph.toposort()) if not node_has_c_code(n)]
+    return ["#%d %s" % (i, n) for i, n in enumerate(lazy.execution_order(fgraph)) if not node_has_c_code(n)]
 
 
 class CLinker(Linker):
@@ -205,7 +205,6 @@ class CLinker(Linker):
 
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph
-        order = fgraph.toposort()
         missing = nodes_without_c_code(fgraph)
         if missing:
             raise NotImplementedError("CLinker needs C code for every node; these have none: %s "
@@ -223,7 +222,7 @@ class CLinker(Linker):
             for cell, value in zip(out_cells, call([cell[0] for cell in in_cells])):
                 cell[0] = value
 
-        thunk.nodes = order
+        thunk.nodes = compiled.nodes   # the library's order (lazy branches nest nodes, see linkers.lazy)
         if self.profile:
             from ffigraph.linkers.timing import CNodeTimes
 
@@ -231,7 +230,7 @@ class CLinker(Linker):
         return thunk, in_cells, out_cells
 
     def describe_nodes(self):
-        return [(node, "C (whole-graph library)") for node in self.fgraph.toposort()]
+        return [(node, "C (whole-graph library)") for node in lazy.execution_order(self.fgraph)]
 
     def source(self):
         """The generated C source of the graph this linker built."""
@@ -268,7 +267,7 @@ class OpWiseCLinker(Linker):
 
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph
-        order = fgraph.toposort()
+        order = lazy.execution_order(fgraph)
         storage_map = make_storage_map(fgraph, input_storage)
         compute_map = {v: [False] for v in storage_map}
         self.how = {}
@@ -299,6 +298,8 @@ class OpWiseCLinker(Linker):
         self.compiled_nodes[node] = compiled
         in_cells = [storage_map[v] for v in inputs]
         out_cells = [storage_map[v] for v in node.outputs]
+        if lazy.lazy_branches(node) is not None:
+            return self._lazy_c_thunk(compiled, inputs, in_cells, out_cells)
 
         def thunk():
             for cell, value in zip(out_cells, compiled.call([c[0] for c in in_cells])):
@@ -307,14 +308,30 @@ class OpWiseCLinker(Linker):
         thunk.outputs = out_cells
         return thunk
 
+    @staticmethod
+    def _lazy_c_thunk(compiled, inputs, in_cells, out_cells):
+        """The call of a lazy op's library: the values of the branch not taken were never computed,
+        so their slots get a stand-in of the right dtype and shape (an empty array where a length
+        is not static), which the op's C code does not read (Op.lazy_branches)."""
+        stand_ins = [np.zeros(tuple(0 if n is None else n for n in getattr(v.type, "shape", ())),
+                              dtype=v.type.c_abi_dtype()) for v in inputs]
+
+        def thunk():
+            values = [c[0] if c[0] is not None else stand_in for c, stand_in in zip(in_cells, stand_ins)]
+            for cell, value in zip(out_cells, compiled.call(values)):
+                cell[0] = value
+
+        thunk.outputs = out_cells
+        return thunk
+
     def describe_nodes(self):
-        return [(node, self.how.get(node, "?")) for node in self.fgraph.toposort()]
+        return [(node, self.how.get(node, "?")) for node in lazy.execution_order(self.fgraph)]
 
     def source(self):
         """The generated C of every node that runs in C, each its own translation unit, in order;
         nodes that run in Python are named in a comment."""
         parts = []
-        for position, node in enumerate(self.fgraph.toposort()):
+        for position, node in enumerate(lazy.execution_order(self.fgraph)):
             compiled = self.compiled_nodes.get(node)
             if compiled is None:
                 parts.append("/* ==== node #%d %s: runs in Python (no C code) ==== */\n"
