@@ -12,6 +12,8 @@ from ffigraph.gradient import grad, hessian, jacobian, verify_grad
 # the subpackages users reach as attributes (``ffigraph.tensor.dvector``, ``ffigraph.printing.debugprint``);
 # last, since they build on the layers above (tensor, then printing, which may name tensor ops)
 from ffigraph import tensor, printing  # noqa: E402,F401
+# ``ffigraph.ifelse`` is PyTensor's module path (``from pytensor.ifelse import ifelse``)
+from ffigraph import ifelse  # noqa: E402,F401
 # the export layer plugs f.export() into the compile layer when imported
 from ffigraph import export  # noqa: E402,F401
 # Random streams make shared variables, so they live in the compile layer; users import them from
@@ -24,6 +26,16 @@ from ffigraph.tensor.random import utils as _random_utils  # noqa: E402
 _random_utils.RandomStream = RandomStream
 _shared_randomstreams.RandomStreams = RandomStreams
 from ffigraph.linkers import devices as _devices  # noqa: E402
+# Loops and conditions sit above compile (a loop body is rewritten with the function's mode). As in
+# PyTensor, ``ffigraph.scan`` is the function; it carries the package's names (``ffigraph.scan.until``).
+from ffigraph import scan as _scan_package  # noqa: E402,F401
+from ffigraph.scan import Scan as _Scan, foldl, foldr, map as _map, reduce as _reduce, until as _until  # noqa: E402
+from ffigraph.scan.basic import scan  # noqa: E402
+
+for _name, _value in (("scan", scan), ("Scan", _Scan), ("until", _until), ("map", _map), ("reduce", _reduce),
+                      ("foldl", foldl), ("foldr", foldr), ("basic", _scan_package.basic),
+                      ("op", _scan_package.op), ("utils", _scan_package.utils), ("views", _scan_package.views)):
+    setattr(scan, _name, _value)
 
 # This module is the composition root: the one place that may name every layer (docs/layers.md).
 
@@ -42,4 +54,10 @@ __version__ = "0.1.0"
 
 __all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode",
            "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "grad", "jacobian", "hessian", "verify_grad",
-           "RandomStream", "RandomStreams", "MRG_RandomStreams", "__version__"]
+           "RandomStream", "RandomStreams", "MRG_RandomStreams", "scan", "foldl", "foldr", "__version__"]
+
+# jacobian and hessian (tensor layer) loop over an expression of non-static length with scan, which sits
+# above them: the root hands it down.
+from ffigraph.tensor import gradient as _tensor_gradient  # noqa: E402
+
+_tensor_gradient.register_scan(scan)

@@ -34,6 +34,19 @@ def run(argv, cwd, env, check=True):
     return proc
 
 
+def steps_from_c(function, tmp_path, example_inputs, n_steps):
+    """Export ``function`` with ``example_inputs``, build it with no Python, and run its example
+    ``n_steps`` times; the folder where it saved its shared variables (``<name>.npy``) after them."""
+    bundle = function.export(str(tmp_path / "bundle"), example_inputs=example_inputs)
+    env = no_python_env(tmp_path)
+    saved = tmp_path / "after"
+    saved.mkdir()
+    run(["make", "-s"], bundle.directory, env)
+    out = run(["./example", "-n", str(n_steps), "-s", str(saved)], bundle.directory, env)
+    assert "%d run(s) succeeded" % n_steps in out.stdout, out.stdout
+    return saved
+
+
 _HEADER = re.compile(r"^(output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
 _DTYPES = {"float": "f", "int": "i", "uint": "u", "complex": "c"}
 

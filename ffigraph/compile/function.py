@@ -83,6 +83,7 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
     mode = get_mode(mode)
     with compile_phase("rewrite"):
         mode.optimize(fgraph)
+        _prepare_inner_graphs(fgraph, mode)
         # a function owns its shared variables' storage: to the aliasing rule they are lent inputs,
         # as PyTensor's implicit In(shared, borrow=True)
         _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd),
@@ -314,6 +315,22 @@ def _alias_roots(var):
         else:
             roots.add(v)
     return roots
+
+
+def _prepare_inner_graphs(fgraph, mode):
+    """Ops with a graph of their own (scan's loop body) rewrite a copy of it with this function's
+    mode, before the linker compiles them (``op.prepare_inner(mode, rewrite)``)."""
+    for node in fgraph.toposort():
+        hook = getattr(node.op, "prepare_inner", None)
+        if hook is not None:
+            hook(mode, _rewrite_inner_graph)
+
+
+def _rewrite_inner_graph(fgraph, mode):
+    """An inner graph rewritten like a function's: the mode's rewrites, then the copies that keep
+    its outputs from sharing memory with each other, constants or freed intermediates."""
+    get_mode(mode).optimize(fgraph)
+    _insert_deepcopy(fgraph, [True] * len(fgraph.outputs))
 
 
 def _insert_deepcopy(fgraph, borrow_flags, input_borrow=None):

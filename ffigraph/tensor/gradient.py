@@ -353,20 +353,46 @@ def _zeros_for(w, zeros_like, config):
 # ------------------------------------------------------------------ jacobian and hessian
 
 
-def _static_length(expression, what):
-    n = expression.type.shape[0]
-    if n is None:
-        raise ValueError("%s: the length of %s is not known statically; ffigraph builds one gradient "
-                         "per element (it has no scan yet), so give the variable a static shape, e.g. "
-                         "T.tensor('float64', shape=(3,))" % (what, expression))
-    return n
+# ``scan`` lives above the tensor layer (a loop body is compiled with the function's mode), so the
+# package root registers it here: ``jacobian`` loops over the rows of an expression whose length is
+# only known at run time (the Theano tutorial's way), instead of one gradient per row.
+_scan = None
+
+
+def register_scan(scan):
+    """Give ``jacobian`` and ``hessian`` the ``scan`` builder (``ffigraph.scan``) for non-static lengths."""
+    global _scan
+    _scan = scan
+
+
+def _rows_by_scan(expression, wrt_list, consider_constant, disconnected_inputs):
+    """[d expression[i] / d w for i in range(len(expression))] per w, as one scan over the rows."""
+    from ffigraph.tensor.basic import arange
+    from ffigraph.tensor.shapes import reshape
+
+    if _scan is None:
+        raise ValueError("jacobian: the length of %s is not known statically and no scan is registered "
+                         "(import ffigraph); give the variable a static shape, e.g. "
+                         "T.tensor('float64', shape=(3,))" % (expression,))
+    n = len(wrt_list)
+
+    def row(i, y, *ws):
+        return grad(y[i], list(ws), consider_constant=consider_constant,
+                    disconnected_inputs=disconnected_inputs)
+
+    rows, _ = _scan(row, sequences=arange(expression.shape[0]), non_sequences=[expression] + wrt_list,
+                    return_list=True)
+    # a loop of no steps does not know the rows' lengths: give the result the shape it has
+    return [reshape(r, [expression.shape[0]] + [w.shape[a] for a in range(w.type.ndim)])
+            for r, w in zip(rows[:n], wrt_list)]
 
 
 def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
     """d expression[i] / d wrt for a 0-d or 1-d ``expression``: one gradient per element.
 
     Returns a variable of shape ``expression.shape + wrt.shape`` (a list of
-    them when ``wrt`` is a list). The length of ``expression`` must be static.
+    them when ``wrt`` is a list). With a static length, one gradient graph per
+    element; otherwise a ``scan`` over the elements.
     """
     from ffigraph.tensor.basic import as_tensor_variable, stack
 
@@ -380,7 +406,10 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     if expression.ndim != 1:
         raise TypeError("jacobian: the expression must be 0-d or 1-d, %s has %d dimensions"
                         % (expression, expression.ndim))
-    n = _static_length(expression, "jacobian")
+    n = expression.type.shape[0]
+    if n is None:
+        result = _rows_by_scan(expression, wrt_list, consider_constant, disconnected_inputs)
+        return result[0] if single else result
     rows = [grad(expression[i], wrt_list, consider_constant=consider_constant,
                  disconnected_inputs=disconnected_inputs) for i in range(n)]
     result = []

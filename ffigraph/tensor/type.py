@@ -185,7 +185,8 @@ class TensorType(TensorCType, Type):
 def _as_array(data):
     if isinstance(data, np.ndarray):
         return data
-    if hasattr(data, "__array__") or isinstance(data, (list, tuple, int, float, complex, bool, np.generic)):
+    # range: Theano's loop tutorial calls power(range(10), 2)
+    if hasattr(data, "__array__") or isinstance(data, (list, tuple, range, int, float, complex, bool, np.generic)):
         arr = np.asarray(data)
         if arr.dtype.kind in "biufc":
             return arr

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import mlp_digits as md
-from export_helpers import no_python_env, run
+from export_helpers import steps_from_c
 
 QUICK_EPOCHS = 20   # the full example runs 40; 20 already clear 95 % held out
 
@@ -34,13 +34,7 @@ def test_exported_mlp_step_runs_100_steps_from_c(tmp_path):
     x = rng.random((32, 64))
     y = rng.integers(0, 10, 32).astype(np.int64)
     train, _, params, srng = md.build_mlp(64, n_hidden=40, linker="c")
-    bundle = train.export(str(tmp_path / "mlp"), example_inputs=[x, y])
-    env = no_python_env(tmp_path)
-    saved = tmp_path / "after"
-    saved.mkdir()
-    run(["make", "-s"], bundle.directory, env)
-    out = run(["./example", "-n", "100", "-s", str(saved)], bundle.directory, env)
-    assert "100 run(s) succeeded" in out.stdout
+    saved = steps_from_c(train, tmp_path, [x, y], 100)
     before = [p.get_value() for p in params]
     for _ in range(100):
         train(x, y)

@@ -466,10 +466,15 @@ def _case_jacobian_list_and_matrix():
     return Graph("jacobian wrt a list and a matrix", [x, W], [Jx, JW], [[xv, Wv]], check)
 
 
-def test_jacobian_needs_a_static_length():
+def test_jacobian_of_a_non_static_length_is_a_scan():
+    # (tests/scan/test_scan_grad.py checks more: hessians, lists, zero rows)
+    from ffigraph.graph.basic import io_toposort
+
     x = T.dvector("x")
-    with pytest.raises(ValueError, match="static"):
-        jacobian(T.exp(x), x)
+    J = jacobian(T.exp(x), x)
+    assert any(type(node.op).__name__ == "Scan" for node in io_toposort([x], [J]))
+    xv = np.array([0.5, -1.0, 2.0])
+    np.testing.assert_allclose(function([x], J, mode=Mode(linker="py"))(xv), np.diag(np.exp(xv)), rtol=1e-12)
 
 
 def _case_hessian_quadratic():
