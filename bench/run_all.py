@@ -18,7 +18,8 @@ PYTHONPATH set to the tree whose ffigraph is measured; what the script writes wi
 (``--python``, ``--pypy``, ``--pytensor-python`` point elsewhere; a missing one is skipped and
 said so.) The jobs, and what ``--quick`` makes of them, are in JOBS below:
 
-  call, fusion, logreg, c          per-call and per-workload timings (PyTensor where it imports)
+  call, fusion, logreg, c, mlp     per-call and per-workload timings (PyTensor where it imports)
+  scan                             a scan loop's time per step (PyTensor where it imports)
   dot, dot-alternate               dot vs numpy; numpy and ffigraph dots in turn vs alone
   vmath, loop-threads              C-level figures (one interpreter: the call path is not timed)
   threads, profile, trace          the lock, profiling and traceback costs
@@ -78,6 +79,7 @@ JOBS = {
     "logreg": ("bench_logreg.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     "c": ("bench_c.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     "mlp": ("bench_mlp.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
+    "scan": ("bench_scan.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     "dot": ("bench_dot.py", [], ["--sizes", "128", "--dtypes", "float64", "--repeat", "3", "--rounds", "1",
                                   "--pause", "0.05"], ("cpython", "pypy")),
     "dot-alternate": ("bench_dot.py", ["--alternate", "--sizes", "64", "128", "256", "512", "--dtypes", "float64"],
@@ -91,7 +93,8 @@ JOBS = {
     "cache": ("bench_cache.py", [], [], ("cpython", "pypy")),
 }
 # Extra arguments a job takes under one interpreter only.
-EXTRA = {("logreg", "pytensor"): ["--pytensor"], ("mlp", "pytensor"): ["--pytensor"]}
+EXTRA = {("logreg", "pytensor"): ["--pytensor"], ("mlp", "pytensor"): ["--pytensor"],
+         ("scan", "pytensor"): ["--pytensor"]}
 
 # Runs a bench script exactly as ``python script.py args`` would (its folder first on sys.path),
 # then writes where the ffigraph it imported lives to $FFG_RUN_ALL_WHERE.
