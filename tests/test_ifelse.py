@@ -327,3 +327,16 @@ def test_module_paths():
     import ffigraph.ifelse as module
 
     assert ffigraph.ifelse is module and module.ifelse is ifelse and module.IfElse is IfElse
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_lazy_inside_a_scan_body(linker):
+    """In a loop body too, the branch not taken never runs: v[10] would be an IndexError."""
+    import ffigraph
+
+    v = T.dvector("v")
+    picked, _ = ffigraph.scan(lambda i: ifelse(T.lt(i, 3), v[i] * 2, v[10]), sequences=T.arange(v.shape[0] - 2))
+    f = function([v], picked, mode=Mode(linker=linker))
+    np.testing.assert_allclose(f(np.arange(5.0)), [0.0, 2.0, 4.0])
+    with pytest.raises(IndexError):
+        f(np.arange(6.0))   # 4 steps: step 3 takes the else branch

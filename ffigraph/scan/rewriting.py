@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from ffigraph.compile.mode import Mode
 from ffigraph.graph.basic import Constant, ancestors, clone_replace
+from ffigraph.graph.branches import branch_contexts
 from ffigraph.graph.rewriting import node_rewriter
 from ffigraph.rewriting.canonicalize import elemwise_name
 from ffigraph.rewriting.groups import register_canonicalize
@@ -31,10 +32,15 @@ from ffigraph.tensor.elemwise import DimShuffle
 
 
 def _invariant_nodes(inner, non_seqs):
-    """The body's nodes whose inputs are all non-sequences, constants or outputs of such nodes."""
+    """The body's nodes whose inputs are all non-sequences, constants or outputs of such nodes,
+    and that run at every step: work inside a lazy branch (ifelse) stays where it is, since
+    before the loop it would run whether the branch is taken or not."""
     invariant = set(non_seqs)
+    contexts = branch_contexts(inner)
     nodes = []
     for node in inner.toposort():
+        if contexts[node]:
+            continue
         if all(isinstance(v, Constant) or v in invariant for v in node.inputs):
             nodes.append(node)
             invariant.update(node.outputs)
