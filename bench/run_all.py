@@ -24,6 +24,8 @@ said so.) The jobs, and what ``--quick`` makes of them, are in JOBS below:
   vmath, loop-threads              C-level figures (one interpreter: the call path is not timed)
   threads, profile, trace          the lock, profiling and traceback costs
   cache                            whole-process compile times, cold and warm cache
+  compile                          function() cold (empty cache) and warm (new process): fused,
+                                   logreg, MLP steps of 5-50 layers (issue 26; PyTensor's in its venv)
 Left out: bench_memory.py (resident-memory growth over 2,000 compiled graphs: megabytes, not
 seconds, and minutes of compiling) and bench_profile.py's --baseline (``--compare`` does that
 for every script).
@@ -91,10 +93,12 @@ JOBS = {
     "profile": ("bench_profile.py", [], [], ("cpython", "pypy")),
     "trace": ("bench_trace.py", [], ["--nodes", "100", "--rounds", "3"], ("cpython", "pypy")),
     "cache": ("bench_cache.py", [], [], ("cpython", "pypy")),
+    # issue 26: function() cold (empty cache) and warm (new process); --quick: 5, 20, 50 layers, one warm run
+    "compile": ("bench_compile.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
 }
 # Extra arguments a job takes under one interpreter only.
 EXTRA = {("logreg", "pytensor"): ["--pytensor"], ("mlp", "pytensor"): ["--pytensor"],
-         ("scan", "pytensor"): ["--pytensor"]}
+         ("scan", "pytensor"): ["--pytensor"], ("compile", "pytensor"): ["--pytensor", "--skip-ffigraph"]}
 
 # Runs a bench script exactly as ``python script.py args`` would (its folder first on sys.path),
 # then writes where the ffigraph it imported lives to $FFG_RUN_ALL_WHERE.
@@ -353,6 +357,16 @@ def targets(results, quick=False):
         add("numpy and ffigraph dots alternating, %s: alternating / alone <= %.1f (worst of the two)"
             % (name[len("alternate shared "):], ALTERNATE_TOLERANCE), "%.2fx" % worst, worst <= ALTERNATE_TOLERANCE,
             "median of a block of %s" % ("5 calls (quick)" if quick else "10 calls, best of 3 blocks"))
+
+    # issue 26 (bench_compile.py): one run each, CPython
+    for workload, which, limit in (("mlp L=20", "cold", 1.5), ("logreg", "cold", 1.0), ("fused", "warm", 0.020),
+                                   ("logreg", "warm", 0.020), ("mlp L=20", "warm", 0.060)):
+        limit_row("issue 26: %s, function() %s, CPython <= %s" % (workload, which, fmt_time(limit)),
+                  _get(results, "cpython", "compile", "compile " + workload, "ffigraph " + which), limit,
+                  "empty compile cache" if which == "cold" else "new process, cache populated")
+    ratio_row("issue 26: MLP cold function(), 50 layers / 5 layers <= 2x",
+              _get(results, "cpython", "compile", "compile mlp L=50", "ffigraph cold"),
+              _get(results, "cpython", "compile", "compile mlp L=5", "ffigraph cold"), 2.0)
     return rows
 
 
@@ -553,7 +567,7 @@ def main(argv=None):
         paths, why = draw_charts(charts, os.path.splitext(out)[0], list(pythons.values()), note)
         print("charts: %s" % (", ".join(paths) if paths else "skipped (%s)" % why))
 
-    print("\nIssue 23 targets (this tree%s):" % (", --quick: fewer rounds, noisier" if args.quick else ""))
+    print("\nIssue 23 and 26 targets (this tree%s):" % (", --quick: fewer rounds, noisier" if args.quick else ""))
     print("\n".join(targets_table(rows)))
     if args.compare:
         print("\nBefore (%s) / after (this tree), best of %d run(s) each, interleaved:" % (args.compare, rounds))

@@ -23,6 +23,14 @@ BASE_LIBS = ["m"]
 
 # the cache's logger: one switch shows every compile, cached or private
 _log = logging.getLogger("ffigraph.cache")
+# "compiling 353 nodes (cache miss, key ...)" at INFO before the compiler starts: the linkers' logger
+_start_log = logging.getLogger("ffigraph.linkers")
+
+# A compile still running after PROGRESS_AFTER seconds shows a line on stderr, when stderr is a
+# terminal: what is being compiled and the seconds so far, redrawn every PROGRESS_EVERY seconds
+# and cleared when the compiler is done. Nothing is drawn otherwise (a pipe, a file, a notebook).
+PROGRESS_AFTER = 2.0
+PROGRESS_EVERY = 0.25
 
 
 class CompileError(RuntimeError):
@@ -156,12 +164,16 @@ def _check_library_file(lib_path, src_path, keep_name, command):
                            _keep_failed(src_path, keep_name), command, 0)
 
 
-def build_library(source, name, requirements, compiler=None, directory=None):
+def build_library(source, name, requirements, compiler=None, directory=None, nodes=None, key=None):
     """Compile ``source`` into ``<directory>/<name>.so`` and return its path.
 
     When the requirements carry CUDA sources, nvcc compiles them into an object
     that is linked into the same library. On failure the source is kept in
     ``config.compiledir/failed/`` and CompileError says where.
+
+    ``nodes`` (the graph's node count) and ``key`` (the cache key being filled) only describe the
+    build: in the INFO line logged before the compiler starts, and in the progress line a
+    terminal shows while a long compile runs.
     """
     private = directory is None   # the cache and exports pass their own folder
     directory = directory or _private_workdir()
@@ -174,17 +186,103 @@ def build_library(source, name, requirements, compiler=None, directory=None):
         os.unlink(lib_path)   # a stale file must not pass for the output of a compiler that wrote none
     except OSError:
         pass
-    cuda_obj = _compile_cuda(requirements, directory, name)
-    head, libs = compiler_command(requirements, compiler)
-    if cuda_obj is not None:
-        libs = [cuda_obj] + libs + cuda_link_flags(requirements)
-    command = head + ["-o", lib_path, src_path] + libs
-    _run(command, src_path, name + ".c", "C compiler")
+    what = _describe(name, source, nodes, key, private)
+    _start_log.info("compiling %s", what)
+    with CompileProgress(what):
+        cuda_obj = _compile_cuda(requirements, directory, name)
+        head, libs = compiler_command(requirements, compiler)
+        if cuda_obj is not None:
+            libs = [cuda_obj] + libs + cuda_link_flags(requirements)
+        command = head + ["-o", lib_path, src_path] + libs
+        _run(command, src_path, name + ".c", "C compiler")
     _check_library_file(lib_path, src_path, name + ".c", command)
     # the cache reports its own builds at INFO (as a miss); only say more here when asked
     _log.log(logging.INFO if private else logging.DEBUG, "built %s%s in %.2f s", lib_path,
              " privately (not cached)" if private else "", time.perf_counter() - start)
     return lib_path
+
+
+def _describe(name, source, nodes, key, private):
+    """What a build is, for its log and progress lines: ``"353 nodes (cache miss, key 1a2b3c4d5e6f)"``,
+    ``"lib.c (34 kB of C)"`` where the caller did not say."""
+    what = "%d node%s" % (nodes, "" if nodes == 1 else "s") if nodes is not None else \
+        "%s.c (%d kB of C)" % (name, (len(source) + 1023) // 1024)
+    if key:
+        return "%s (cache miss, key %s)" % (what, key[:12])
+    return "%s (not cached)" % what if private else what
+
+
+_progress_lock = threading.Lock()
+_progress_active = [False]   # one progress line at a time (concurrent compiles: the first one shows)
+
+
+def _is_terminal(stream):
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):   # no isatty, or closed
+        return False
+
+
+class CompileProgress:
+    """``with CompileProgress(what):`` around a compile. If it is still running after
+    PROGRESS_AFTER seconds and ``sys.stderr`` (looked up on entry) is a terminal, a daemon thread
+    draws ``ffigraph: compiling <what> ... 3 s`` on one line, redrawn every PROGRESS_EVERY
+    seconds, and the line is erased when the block ends. No thread, and no output, otherwise."""
+
+    def __init__(self, what, stream=None):
+        self.what = what
+        self.stream = stream
+        self.drawn = 0            # how many times the line was drawn (tests read it)
+        self._stop = threading.Event()
+        self._thread = None
+        self._width = 0
+
+    def __enter__(self):
+        stream = self.stream if self.stream is not None else sys.stderr
+        if stream is None or not _is_terminal(stream):
+            return self
+        with _progress_lock:
+            if _progress_active[0]:
+                return self
+            _progress_active[0] = True
+        self.stream = stream
+        self._thread = threading.Thread(target=self._loop, args=(time.perf_counter(),),
+                                        name="ffigraph-compile-progress", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is None:
+            return False
+        self._stop.set()
+        self._thread.join()
+        self._thread = None
+        with _progress_lock:
+            _progress_active[0] = False
+        if self._width:
+            self._write("\r" + " " * self._width + "\r")
+        return False
+
+    def _write(self, text):
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+            return True
+        except (ValueError, OSError):   # the stream was closed or broke: stop drawing
+            return False
+
+    def _loop(self, start):
+        if self._stop.wait(PROGRESS_AFTER):
+            return
+        spinner = "|/-\\"
+        while not self._stop.is_set():
+            text = "ffigraph: compiling %s ... %d s %s" % (self.what, time.perf_counter() - start,
+                                                          spinner[self.drawn % len(spinner)])
+            if not self._write("\r" + text + " " * max(0, self._width - len(text))):
+                return
+            self._width = max(self._width, len(text))
+            self.drawn += 1
+            self._stop.wait(PROGRESS_EVERY)
 
 
 def _keep_failed(src_path, keep_name):
