@@ -16,6 +16,16 @@ contract method sees plain names, as in Theano. One function per node (not
 one nested function for the graph, as Theano did) keeps compile time linear:
 a 3000-node graph as a single function took 100 s at -O3.
 
+Shared node functions: nodes whose code differs only in which variables they use (the layers of
+a deep network) share one function, so gcc compiles that code once. Each node's code is first
+generated with canonical names (``_canonical_node``: its variables ``ffg_in<i>``/``ffg_out<j>``,
+macros over pointer parameters; its name SHARED_NAME; its failure record taking the node index
+and description from parameters); nodes with the same text form a group, whose first node
+defines ``<prefix>_fn<k>`` and every node calls it with pointers to its own frame variables,
+under a comment naming the node. The frame still owns the variables. A node whose text is
+unique keeps its own ``<prefix>_node<i>``, as does any node that cannot share (per-state
+members, inner graphs, a context, CUDA sources, locals that are not one declaration).
+
 Nested graphs: an op whose node has graphs of its own (scan's loop body) offers
 ``c_inner_graphs(node)``, a list of FunctionGraphs. Each one is generated into
 the same translation unit, by the same code, as static functions and types
@@ -29,6 +39,7 @@ state pointer), and calls ``<prefix>_run(<state>, ...)`` as a host would.
 from __future__ import annotations
 
 import hashlib
+import re
 import textwrap
 
 from ffigraph.abi import HEADER_NAME, dtype_code
@@ -39,6 +50,7 @@ from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.linkers.c.runtime import RUNTIME_C
 
 PREFIX_TOKEN = "FFG_PREFIX"
+SHARED_NAME = "ffg_SHARED_NAME"   # a node's name while its code is generated for sharing (replaced)
 LARGE_GRAPH = 64   # nodes; above this, compile time matters more than inlining the node calls
 
 
@@ -146,6 +158,11 @@ def comment_text(text):
 
 def _comment(text):
     return "/* %s */" % comment_text(text)
+
+
+def _param(name):
+    """The pointer parameter behind canonical variable name ``name`` (ffg_in0 -> ffg_p_in0)."""
+    return "ffg_p_" + name[len("ffg_"):]
 
 
 class _Names:
@@ -385,14 +402,22 @@ class _Generator:
         # Large graphs keep one function per node: a single huge function makes gcc's
         # optimiser superlinear (3000 nodes: 100 s at -O3 as one function).
         qualifier = "static __attribute__((noinline))" if len(self.order) > LARGE_GRAPH else "static"
+        shared = self._shared_plan()
+        defined = {}   # canonical key -> the name of the shared function that runs it
         values = 0
         for index, node in enumerate(self.order):
-            functions.append(self._node_function(index, node, qualifier))
+            if index in shared:
+                call = self._shared_call(index, node, shared[index], defined, functions, qualifier)
+            else:
+                functions.append(self._node_function(index, node, qualifier))
+                call = "%s_node%d(state, f, err)" % (self.prefix, index)
             if self.profile:
-                calls.append(self._timed_call(index, node, values))
+                calls.append(self._timed_call(index, node, values, call))
                 values += len(node.outputs)
             else:
-                calls.append("if (%s_node%d(state, f, err))\n    goto __label_nodes_end;" % (self.prefix, index))
+                calls.append("if (%s)\n    goto __label_nodes_end;" % call)
+            if index in shared:   # name the node where it runs: its code lives in a shared function
+                calls[-1] = "%s\n%s" % (_comment("node #%d: %s" % (index, node)), calls[-1])
         if any(isinstance(item, lazy.Branch) for item in self.plan):
             calls = self._guarded_calls(self.plan, dict(zip(self.order, calls)))
         return "\n\n".join(functions), "\n".join(calls)
@@ -424,15 +449,16 @@ class _Generator:
             calls.append(code)
         return calls
 
-    def _timed_call(self, index, node, first_value):
-        """A node call between two clock reads; on success its outputs' shapes are recorded."""
+    def _timed_call(self, index, node, first_value, call):
+        """A node call (the C expression ``call``) between two clock reads; on success its
+        outputs' shapes are recorded."""
         records = []
         for k, var in enumerate(node.outputs):
             sub = dict(record="(&state->prof_values[%d])" % (first_value + k))
             code = _optional(var.type, "c_profile_value", self.name(var), sub)
             if code:
                 records.append(_indent(code))
-        return profile_c.TIMED_CALL % dict(index=index, P=PREFIX_TOKEN, records="\n".join(records))
+        return profile_c.TIMED_CALL % dict(index=index, call=call, records="\n".join(records))
 
     def _node_function(self, index, node, qualifier):
         op = node.op
@@ -469,6 +495,94 @@ class _Generator:
         return NODE_TEMPLATE % dict(comment=_comment("node #%d: %s" % (index, node)), qualifier=qualifier,
                                     P=self.prefix, index=index, code=_indent(code), label=label,
                                     cleanup=_indent(cleanup))
+
+    # ---- shared node functions: nodes whose C differs only in the frame variables they use
+
+    def _shared_plan(self):
+        """{node index: (canonical key, parts)} for the nodes whose code, generated with canonical
+        names (_canonical_node), is the same text as another node's: each group runs one shared
+        function. A node whose text is unique keeps its own function, exactly as before."""
+        canonical = {}
+        count = {}
+        for index, node in enumerate(self.order):
+            parts = self._canonical_node(node)
+            if parts is not None:
+                canonical[index] = parts
+                count[parts["key"]] = count.get(parts["key"], 0) + 1
+        return dict((index, dict(parts, uses=count[parts["key"]])) for index, parts in canonical.items()
+                    if count[parts["key"]] > 1)
+
+    def _canonical_node(self, node):
+        """The node's code generated with names that do not depend on the node: its variables are
+        ``ffg_in<i>``/``ffg_out<j>`` (macros over pointer parameters ``ffg_p_...``), its name is
+        SHARED_NAME, its failure marks the node index and description the function receives. None
+        when the node cannot share code: an op with per-state members, inner graphs, a context or
+        CUDA sources, a variable whose locals are not one declaration, or code that cannot be
+        generated so."""
+        op = node.op
+        try:
+            if (_optional(op, "c_inner_graphs", node) or _optional(op, "get_context", node) is not None
+                    or _optional(op, "c_support_code_struct", node, SHARED_NAME)
+                    or _optional(op, "c_init_code_struct", node, SHARED_NAME, {})
+                    or _optional(op, "c_init_code_apply", node, SHARED_NAME)
+                    or _optional(op, "c_cuda_source_apply", node, SHARED_NAME)):
+                return None
+            canonical, params, operands = {}, [], []
+            for kind, variables in (("in", node.inputs), ("out", node.outputs)):
+                for i, var in enumerate(variables):
+                    if var in canonical:   # the same variable twice: one parameter, as it was one name
+                        continue
+                    name = self.name(var)
+                    decl = _dedent(var.type.c_declare(name, self._sub("__label_" + name, -1, "")))
+                    match = re.match(r"^([A-Za-z_][\w \t*]*?)\s*\b%s\s*;$" % re.escape(name), decl.strip())
+                    if match is None:
+                        return None
+                    canonical[var] = "ffg_%s%d" % (kind, i)
+                    operands.append(var)
+                    params.append((match.group(1).strip(), canonical[var]))
+            ins = [canonical[v] for v in node.inputs]
+            outs = [canonical[v] for v in node.outputs]
+            sub = dict(fail="{ ffg_mark_failure(err, ffg_node_index, ffg_where); goto __label_%s; }" % SHARED_NAME,
+                       err="err", allocator="state->allocator", device_allocator="state->device_allocator",
+                       struct="state", node_index="ffg_node_index")
+            support = _optional(op, "c_support_code_apply", node, SHARED_NAME) or ""
+            code = op.c_code(node, SHARED_NAME, ins, outs, sub)
+            cleanup = _optional(op, "c_code_cleanup", node, SHARED_NAME, ins, outs, sub) or ""
+        except Exception:   # whatever fails here, the node's own generation reports (or works)
+            return None
+        if not isinstance(code, str) or not isinstance(support, str) or not isinstance(cleanup, str):
+            return None
+        key = "\0".join([support, repr(params), code, cleanup])
+        return dict(key=key, params=params, support=support, code=code, cleanup=cleanup,
+                    variables=operands)
+
+    def _shared_call(self, index, node, parts, defined, functions, qualifier):
+        """The call running node #index through its group's shared function; the group's first
+        node defines the function (appended to ``functions``)."""
+        op = node.op
+        self._collect(op, check_version=False)
+        version = _optional(op, "c_code_cache_version_apply", node)
+        if version is None:
+            version = _optional(op, "c_code_cache_version")
+        if not version:
+            self.cacheable = False
+        key = parts["key"]
+        if key not in defined:
+            k = len(defined)
+            nname = "%sfn%d" % (self.name.prefix, k)   # names its support code: unique in the unit
+            defined[key] = "%s_fn%d" % (self.prefix, k)
+            self._add_unique(self.globals, [parts["support"].replace(SHARED_NAME, nname)])
+            names = [name for _, name in parts["params"]]
+            functions.append(SHARED_NODE_TEMPLATE % dict(
+                comment=_comment("shared by %d nodes, first node #%d: %s" % (parts["uses"], index, node)),
+                defines="\n".join("#define %s (*%s)" % (n, _param(n)) for n in names),
+                undefs="\n".join("#undef %s" % n for n in names),
+                qualifier=qualifier, name=defined[key], P=self.prefix,
+                params="".join(",\n        %s *restrict %s" % (ctype, _param(n)) for ctype, n in parts["params"]),
+                code=_indent(parts["code"].replace(SHARED_NAME, nname)), label="__label_%s" % nname,
+                cleanup=_indent(parts["cleanup"].replace(SHARED_NAME, nname))))
+        args = "".join(", &%s" % self.name(v) for v in parts["variables"])
+        return "%s(state, err, %d, %s%s)" % (defined[key], index, _c_string("node #%d %s" % (index, node)), args)
 
     def _inner_graph(self, index, node, k, fgraph):
         """Generate inner graph k of node #index into this unit (before this graph's code); this
@@ -713,6 +827,21 @@ SET_ALLOCATOR_TEMPLATE = r"""FFG_EXPORT int32_t %(P)s_set_allocator(void *state_
 
 UNIT_TEMPLATE = UNIT_HEAD + GRAPH_TEMPLATE   # the exported graph (with the interface parts filled in)
 
+
+# A function shared by nodes whose code differs only in their variables: the frame owns them, the
+# function gets pointers to them (named as the op's code knows them by macros, undone after it),
+# the node's index and description (for its failure record) from each call.
+SHARED_NODE_TEMPLATE = r"""%(comment)s
+%(defines)s
+%(qualifier)s int32_t %(name)s(%(P)s_state *state, FfgError *err,
+        int32_t ffg_node_index, const char *ffg_where%(params)s)
+{
+%(code)s
+%(label)s:;
+%(cleanup)s
+    return err->code;
+}
+%(undefs)s"""
 
 NODE_TEMPLATE = r"""%(comment)s
 %(qualifier)s int32_t %(P)s_node%(index)d(%(P)s_state *state, %(P)s_frame *f, FfgError *err)

@@ -59,7 +59,7 @@ RUN_END = """\
 TIMED_CALL = """\
 {   /* node #%(index)d, timed */
     const int64_t t0 = ffg_now_ns();
-    const int32_t rc = %(P)s_node%(index)d(state, f, err);
+    const int32_t rc = %(call)s;
     state->prof_nodes[%(index)d].calls += 1;
     state->prof_nodes[%(index)d].total_ns += ffg_now_ns() - t0;
     if (rc)
