@@ -3,6 +3,7 @@
 Layout under ``config.compiledir`` (already one folder per platform and interpreter)::
 
     entries/<key[:2]>/<key>/   lib.so, source.c, meta.json   (a published entry)
+    graphs/<skey[:2]>/<skey>.json   a structural key's entry: its source key and symbol prefix
     locks/<key>.lock           one filelock per key: a key builds once, keys build in parallel
     tmp/<random>/              private build folders, renamed into entries/ when complete
     compilers.json             the compiler identity probe, so a warm process runs no subprocess
@@ -14,6 +15,11 @@ library is missing or does not match is moved aside and rebuilt, never
 loaded. Directories are created mode 0700, and an entry or folder that another
 user owns or that group/others may write is refused: loading a library runs
 its code.
+
+A warm process need not generate the source to find its entry: ``graphs/`` maps the structural
+key of a graph (``graph_key``: what the generator reads, hashed) to the source key and symbol
+prefix recorded after a build. The entry it names is validated as any other; a missing, damaged
+or unreadable index file only means generating the source again.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -124,6 +131,10 @@ def compiler_identity(cc):
             except (OSError, subprocess.SubprocessError):
                 ident = "%s | not runnable" % path
             known[stamp] = ident
+            try:   # the first lookup of a fresh cache (a structural key) may come before any build
+                _private_dir(root())
+            except (OSError, CacheSecurityError):
+                pass
             _write_json_atomic(known_file, known)
         _compiler_ids[stamp] = ident
         return ident
@@ -216,10 +227,11 @@ def discard_library(lib_path):
     return True
 
 
-def _publish(key, source, requirements, compiler, tmp_root):
+def _publish(key, source, requirements, compiler, tmp_root, nodes=None):
     build_dir = tempfile.mkdtemp(prefix="build-", dir=tmp_root)
     try:
-        build_library(source, "lib", requirements, compiler, directory=build_dir)  # lib.c -> lib.so
+        # lib.c -> lib.so; ``nodes`` and the key name the build in its log and progress lines
+        build_library(source, "lib", requirements, compiler, directory=build_dir, key=key, nodes=nodes)
         os.rename(os.path.join(build_dir, "lib.c"), os.path.join(build_dir, SOURCE_NAME))
         meta = dict(key=key, abi_version=ABI_VERSION, compiler=compiler_identity(compiler or config.cxx),
                     created=time.time(), lib_sha256=_sha256_file(os.path.join(build_dir, LIB_NAME)),
@@ -235,8 +247,9 @@ def _publish(key, source, requirements, compiler, tmp_root):
         raise
 
 
-def get_or_build(source, requirements, compiler=None):
-    """The path of a library built from ``source``, from the cache or freshly published to it.
+def get_or_build(source, requirements, compiler=None, nodes=None):
+    """The path of a library built from ``source``, from the cache or freshly published to it
+    (``nodes``: how many nodes its graph has, for the log line a build starts with).
 
     Returns None when the cache cannot be used (the caller builds privately).
     """
@@ -270,12 +283,78 @@ def get_or_build(source, requirements, compiler=None):
                           CorruptEntryWarning)
             _discard(path)
         start = time.perf_counter()
-        lib = _publish(key, source, requirements, compiler, tmp_root)
+        lib = _publish(key, source, requirements, compiler, tmp_root, nodes)
         if damaged is None:
             _log.info("cache miss: built %s in %.2f s", lib, time.perf_counter() - start)
         else:
             _log.info("cache entry damaged (%s): rebuilt %s in %.2f s", damaged, lib, time.perf_counter() - start)
         return lib
+
+
+# ------------------------------------------------------------------ structural keys -> entries
+
+
+GRAPHS = "graphs"
+_HEX_KEY = re.compile(r"[0-9a-f]{64}$")
+_PREFIX = re.compile(r"ffg_[0-9a-f]{24}$")
+
+
+def graph_index_path(structural_key):
+    return os.path.join(root(), GRAPHS, structural_key[:2], structural_key + ".json")
+
+
+def lookup_graph(structural_key):
+    """(source key, symbol prefix) recorded for ``structural_key``, or None (none recorded, or a
+    record that is unreadable or malformed). A record another user owns or others may write
+    raises CacheSecurityError, as an entry would."""
+    path = graph_index_path(structural_key)
+    try:
+        check_private(path)
+    except OSError:   # absent (FileNotFoundError) or unreadable: no record
+        return None
+    data = _read_json(path)
+    if not isinstance(data, dict) or data.get("structural_key") != structural_key:
+        return None
+    key, prefix = data.get("key"), data.get("prefix")
+    if not isinstance(key, str) or not _HEX_KEY.match(key) or not isinstance(prefix, str) \
+            or not _PREFIX.match(prefix):
+        return None
+    return key, prefix
+
+
+def cached_library(key):
+    """The library of the sound entry ``key``, or None (absent or damaged: the caller generates the
+    source and ``get_or_build`` rebuilds it under the lock, with the usual warning)."""
+    try:
+        lib = validate_entry(entry_dir(key), key)
+    except ValueError:
+        return None
+    if lib is not None:
+        _log.info("cache hit: %s (found by the graph's structural key: no C generated)", lib)
+    return lib
+
+
+def record_graph(structural_key, key, prefix):
+    """Remember that ``structural_key`` builds the entry ``key`` (symbols ``prefix``); best effort."""
+    if not _HEX_KEY.match(key) or not _PREFIX.match(prefix):
+        raise ValueError("not a source key and symbol prefix: %r, %r" % (key, prefix))
+    try:
+        folder = _private_dir(os.path.join(private_subdir(GRAPHS), structural_key[:2]))
+    except (OSError, CacheSecurityError):
+        return
+    path = os.path.join(folder, structural_key + ".json")
+    tmp = "%s.%s.tmp" % (path, os.urandom(16).hex())
+    try:
+        # private whatever the umask: lookup_graph refuses a record others may write
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
+            json.dump(dict(structural_key=structural_key, key=key, prefix=prefix, created=time.time()), fh,
+                      indent=1, sort_keys=True)
+        os.replace(tmp, path)   # atomic: readers see no record or a whole one
+    except OSError:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 # ------------------------------------------------------------------ maintenance (the CLI uses these)
@@ -325,7 +404,7 @@ def clean_tmp(older_than=STALE_TMP_SECONDS):
 def clear():
     """Remove every entry, lock and leftover."""
     count = len(list_entries())
-    for name in ("entries", "locks", "tmp", "exports"):
+    for name in ("entries", "locks", "tmp", "exports", GRAPHS):
         shutil.rmtree(os.path.join(root(), name), ignore_errors=True)
     return count
 
@@ -338,5 +417,28 @@ def purge(older_than_days):
         if created < limit or not sound:
             _discard(path)
             removed += 1
+    _purge_graph_records(limit)
     clean_tmp()
     return removed
+
+
+def _purge_graph_records(limit):
+    """Drop structural-key records older than ``limit`` or naming an entry that is gone."""
+    graphs = os.path.join(root(), GRAPHS)
+    if not os.path.isdir(graphs):
+        return
+    for shard in os.listdir(graphs):
+        shard_dir = os.path.join(graphs, shard)
+        if not os.path.isdir(shard_dir):
+            continue
+        for name in os.listdir(shard_dir):
+            path = os.path.join(shard_dir, name)
+            data = _read_json(path)
+            key = data.get("key") if isinstance(data, dict) else None
+            created = data.get("created", 0) if isinstance(data, dict) else 0
+            if not isinstance(key, str) or not _HEX_KEY.match(key) or not isinstance(created, (int, float)) \
+                    or created < limit or not os.path.isdir(entry_dir(key)):
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass

@@ -8,6 +8,7 @@ CVMLinker    the default: CLinker when every node has C code, else OpWiseCLinker
 from __future__ import annotations
 
 import logging
+import os
 
 from ffigraph.abi import ffi
 from ffigraph.graph.fg import FunctionGraph
@@ -16,7 +17,9 @@ from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map
 from ffigraph.linkers.timing import compile_phase
 from ffigraph.linkers.c.callshim import packed_run
 from ffigraph.linkers.c.codegen import comment_text, generate, node_has_c_code
-from ffigraph.linkers.c.load import library_for
+from ffigraph.linkers.c import cache
+from ffigraph.linkers.c.graph_key import structural_key
+from ffigraph.linkers.c.load import library_at, library_for
 import numpy as np
 
 from ffigraph.linkers.c.interface import CType
@@ -55,14 +58,32 @@ def _alias_slot(var, inputs):
 class CompiledGraph:
     """A loaded library plus one state and call block: the thing a thunk calls."""
 
-    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, annotate=True, profile=False):
+    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, annotate=True, profile=False,
+                 lookup=None):
+        """``lookup``: this graph's ``WarmLookup`` with the same roles, compiler and profile flag,
+        when the caller made one already."""
         self.fgraph = fgraph
         self.annotate = annotate  # name the failing node of fgraph in errors (not for one-node graphs)
         inputs = list(fgraph.inputs)
-        alias = [_alias_slot(v, inputs) for v in fgraph.outputs]
-        with compile_phase("codegen"):
-            self.source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
-        self.library = library_for(self.source, compiler)
+        if lookup is None:
+            lookup = WarmLookup(fgraph, input_roles, output_roles, compiler, profile)
+        alias = lookup.alias
+        self._generate_args = (fgraph, input_roles, output_roles, alias, profile)
+        self._source = None
+        # the warm path: the structural key names the cache entry, so no C is generated
+        self.library = lookup.library(compiler)
+        self.warm_hit = self.library is not None
+        if self.warm_hit:
+            self.nodes = lookup.order
+            requirements = {}   # the key is only recorded for CPU graphs
+        else:
+            with compile_phase("codegen"):
+                self._source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
+            self.library = library_for(self._source, compiler)
+            if lookup.key is not None:
+                _remember(lookup.key, self._source, self.library, compiler)
+            self.nodes = self._source.nodes
+            requirements = self._source.requirements
         with compile_phase("load"):
             state, err = self.library.new_state()
         if state == ffi.NULL:
@@ -78,12 +99,22 @@ class CompiledGraph:
         on_device = [getattr(v.type, "device", "cpu") != "cpu" for v in self.outputs]
         self.block = CallBlock(len(inputs), len(self.outputs), [v.type.c_abi_dtype() for v in self.outputs], offer,
                                on_device)
-        self.nodes = self.source.nodes
         self.device_allocator = None
-        if self.source.requirements.get("cuda_sources"):
+        if requirements.get("cuda_sources"):
             # GPU graphs only: the host's device memory
             self.device_allocator = devices.get("cuda").install_allocator(self.library, self.state, self.block)
         self.call = self._make_call()
+
+    @property
+    def source(self):
+        """The GraphSource of the library: generated now if a warm hit skipped generating it."""
+        if self._source is None:
+            graph_source = generate(*self._generate_args[:4], profile=self._generate_args[4])
+            if graph_source.prefix != self.library.prefix:   # the structural key missed a difference
+                _log.warning("the structural key of %s named %s, whose source differs from this graph's "
+                             "(prefix %s); please report it", self.fgraph, self.library.path, graph_source.prefix)
+            self._source = graph_source
+        return self._source
 
     def _make_call(self):
         """The call: values in, output values out (or an exception from the error record)."""
@@ -164,6 +195,40 @@ class CompiledGraph:
         return exc
 
 
+class WarmLookup:
+    """A graph's structural key and the cache record it names, if any (found before generating C).
+
+    ``found``: (source key, symbol prefix) recorded by an earlier build of the same graph, else
+    None. A record is only written after the graph was generated and built whole, so every node
+    of a graph with a record has C code (the key covers everything that decides it)."""
+
+    def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, profile=False):
+        inputs = list(fgraph.inputs)
+        self.alias = [_alias_slot(v, inputs) for v in fgraph.outputs]
+        with compile_phase("codegen"):
+            self.order = lazy.execution_order(fgraph)   # the generator's order, which the key covers
+            self.key = structural_key(fgraph, input_roles, output_roles, self.alias, profile, compiler, self.order)
+        self.found = cache.lookup_graph(self.key) if self.key is not None else None
+
+    def library(self, compiler):
+        """The loaded library of the record, or None (no record, or its entry is absent or damaged:
+        the caller generates the source, which rebuilds what is needed)."""
+        if self.found is None:
+            return None
+        key, prefix = self.found
+        return library_at(prefix, lambda: cache.cached_library(key), compiler)
+
+
+def _remember(skey, graph_source, library, compiler):
+    """Record ``skey`` -> the cache entry ``library`` came from (CPU graphs kept in the cache only)."""
+    requirements = graph_source.requirements
+    if not graph_source.cacheable or requirements.get("cuda_sources") or "cuda" in requirements:
+        return
+    key = cache.cache_key(graph_source.source, requirements, compiler)
+    if os.path.abspath(library.path) == os.path.abspath(os.path.join(cache.entry_dir(key), cache.LIB_NAME)):
+        cache.record_graph(skey, key, graph_source.prefix)
+
+
 def _graph_c_roles(fgraph):
     input_roles = [ROLE_SHARED if hasattr(v, "container") else ROLE_INPUT for v in fgraph.inputs]
     updates = set(getattr(fgraph, "update_slots", ()))
@@ -199,17 +264,23 @@ class CLinker(Linker):
         self.compiler = compiler
         self.c_callable = bool(c_callable)
         self.export_dir = export_dir
+        self.lookup = None   # a WarmLookup of this fgraph that CVMLinker made already
 
     def _init_kwargs(self):
         return dict(compiler=self.compiler, c_callable=self.c_callable, export_dir=self.export_dir)
 
     def make_thunk(self, input_storage=None):
         fgraph = self.fgraph
-        missing = nodes_without_c_code(fgraph)
-        if missing:
-            raise NotImplementedError("CLinker needs C code for every node; these have none: %s "
-                                      "(use linker='c|py' or 'cvm' to run them in Python)" % ", ".join(missing))
-        compiled = CompiledGraph(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler, profile=self.profile)
+        roles = _graph_c_roles(fgraph)
+        lookup, self.lookup = self.lookup, None
+        if lookup is None:
+            lookup = WarmLookup(fgraph, *roles, compiler=self.compiler, profile=self.profile)
+        if lookup.found is None:   # (a graph with a record was built whole: its nodes have C code)
+            missing = nodes_without_c_code(fgraph)
+            if missing:
+                raise NotImplementedError("CLinker needs C code for every node; these have none: %s (use "
+                                          "linker='c|py' or 'cvm' to run them in Python)" % ", ".join(missing))
+        compiled = CompiledGraph(fgraph, *roles, compiler=self.compiler, profile=self.profile, lookup=lookup)
         self.compiled = compiled
         self.direct_call = compiled.call   # Function calls this directly, skipping the cells
         self.arity_call = compiled.arity_call   # and this, when it has no shared variables
@@ -357,9 +428,12 @@ class CVMLinker(Linker):
         return dict(compiler=self.compiler)
 
     def make_thunk(self, input_storage=None):
-        nodes = self.fgraph.toposort()
-        if all(node_has_c_code(n) for n in nodes):
+        fgraph = self.fgraph
+        # a graph built whole before has a record: no need to ask each node for its C code
+        lookup = WarmLookup(fgraph, *_graph_c_roles(fgraph), compiler=self.compiler, profile=self.profile)
+        if lookup.found is not None or all(node_has_c_code(n) for n in fgraph.toposort()):
             self.chosen = CLinker(self.compiler)
+            self.chosen.lookup = lookup
         else:
             self.chosen = OpWiseCLinker(self.compiler)
             self.chosen.asked_as = self.name

@@ -167,16 +167,42 @@ def library_for(graph_source, compiler=None):
             return loaded
         path = None
         with compile_phase("compiler"):   # a cache lookup, or the compiler's run
+            nodes = len(graph_source.nodes)   # named in the line a build logs as it starts
             if graph_source.cacheable:  # every type and op gave a c_code_cache_version
-                path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler)
+                path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler, nodes=nodes)
             if path is None:  # kept for this process only
-                path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler)
+                path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler,
+                                     nodes=nodes)
         with compile_phase("load"):
             loaded = _load(path, graph_source.prefix, compiler)
         _memo[key] = loaded
         return loaded
     finally:
         _key_lock_exit(key, entry)
+
+
+def library_at(prefix, find_path, compiler=None):
+    """The loaded library whose symbols are ``prefix``, without its source: the one this process
+    holds, else the one at ``find_path()`` (a sound cache entry's library, or None). None when
+    neither is there (the caller generates the source and calls ``library_for``)."""
+    loaded = _memo.get(prefix)
+    if loaded is not None:
+        return loaded
+    entry = _key_lock_enter(prefix)
+    try:
+        loaded = _memo.get(prefix)
+        if loaded is not None:
+            return loaded
+        with compile_phase("compiler"):   # the cache lookup
+            path = find_path()
+        if path is None:
+            return None
+        with compile_phase("load"):
+            loaded = _load(path, prefix, compiler)
+        _memo[prefix] = loaded
+        return loaded
+    finally:
+        _key_lock_exit(prefix, entry)
 
 
 def _load(path, prefix, compiler):
