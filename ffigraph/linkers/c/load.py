@@ -156,35 +156,29 @@ def _key_lock_exit(key, entry):
 def library_for(graph_source, compiler=None):
     """The loaded library for a generated source: built and loaded at most once per process while
     anything uses it (a library that every user dropped is closed, and loaded again if asked)."""
-    key = graph_source.prefix
-    loaded = _memo.get(key)
-    if loaded is not None:
-        return loaded
-    entry = _key_lock_enter(key)
-    try:
-        loaded = _memo.get(key)
-        if loaded is not None:
-            return loaded
+    def locate():   # a cache lookup, or the compiler's run
+        nodes = len(graph_source.nodes)   # named in the line a build logs as it starts
         path = None
-        with compile_phase("compiler"):   # a cache lookup, or the compiler's run
-            nodes = len(graph_source.nodes)   # named in the line a build logs as it starts
-            if graph_source.cacheable:  # every type and op gave a c_code_cache_version
-                path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler, nodes=nodes)
-            if path is None:  # kept for this process only
-                path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler,
-                                     nodes=nodes)
-        with compile_phase("load"):
-            loaded = _load(path, graph_source.prefix, compiler)
-        _memo[key] = loaded
-        return loaded
-    finally:
-        _key_lock_exit(key, entry)
+        if graph_source.cacheable:  # every type and op gave a c_code_cache_version
+            path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler, nodes=nodes)
+        if path is None:  # kept for this process only
+            path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler,
+                                 nodes=nodes)
+        return path
+
+    return _memoized(graph_source.prefix, locate, compiler)
 
 
 def library_at(prefix, find_path, compiler=None):
     """The loaded library whose symbols are ``prefix``, without its source: the one this process
     holds, else the one at ``find_path()`` (a sound cache entry's library, or None). None when
     neither is there (the caller generates the source and calls ``library_for``)."""
+    return _memoized(prefix, find_path, compiler)
+
+
+def _memoized(prefix, locate, compiler):
+    """The library of ``prefix`` this process holds, else the one at ``locate()`` loaded (once per
+    process however many threads ask), or None when ``locate`` finds none."""
     loaded = _memo.get(prefix)
     if loaded is not None:
         return loaded
@@ -193,8 +187,8 @@ def library_at(prefix, find_path, compiler=None):
         loaded = _memo.get(prefix)
         if loaded is not None:
             return loaded
-        with compile_phase("compiler"):   # the cache lookup
-            path = find_path()
+        with compile_phase("compiler"):
+            path = locate()
         if path is None:
             return None
         with compile_phase("load"):
