@@ -235,6 +235,22 @@ class Config:
             for k, v in old.items():
                 setattr(self, k, v)
 
+    def snapshot(self) -> dict:
+        """Every setting's current value, for ``using``: what a later step must see as this one did."""
+        return {k: getattr(self, k) for k in _SPEC}
+
+    @contextlib.contextmanager
+    def using(self, snapshot: dict):
+        """The settings of ``snapshot`` (values already checked) for a ``with`` block."""
+        old = self.snapshot()
+        try:
+            for k, v in snapshot.items():
+                self._values[k] = self.__dict__[k] = v
+            yield self
+        finally:
+            for k, v in old.items():
+                self._values[k] = self.__dict__[k] = v
+
     def describe(self) -> str:
         return "\n".join("%s = %r  # %s" % (k, getattr(self, k), _SPEC[k][2]) for k in _SPEC)
 

@@ -70,6 +70,26 @@ def test_warm_hit_generates_no_c_and_runs_no_compiler(tmp_path, monkeypatch):
     assert second.maker.linker.source() == first.maker.linker.source()
 
 
+def test_warm_hit_source_comes_from_the_settings_it_was_compiled_under(tmp_path, monkeypatch):
+    """A warm hit generates its source only when asked, maybe after the settings changed: it must be
+    the source of the library it runs (generated under the settings of its compile), not of the
+    settings of the moment it is asked for."""
+    _private_cache(tmp_path, monkeypatch)
+    now = config.threads
+    threads = 3 if now != 3 else 4   # not the setting of the moment
+    with config.change_flags(threads=threads, threads_min_size=1000):
+        function(*_graph(), mode=MODE)
+        _forget_loaded_libraries(monkeypatch)
+        second = function(*_graph(), mode=MODE)
+    compiled = second.maker.linker.compiled
+    assert compiled.warm_hit
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the linker warns when the prefixes differ
+        source = second.c_source()
+    assert "#define FFG_THREADS %d\n" % threads in source and compiled.source.prefix == compiled.library.prefix
+    assert config.threads == now   # and the settings of the moment are left as they are
+
+
 HIT_SCRIPT = textwrap.dedent("""
     import numpy as np
     import ffigraph.tensor as T

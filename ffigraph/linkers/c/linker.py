@@ -11,6 +11,7 @@ import logging
 import os
 
 from ffigraph.abi import ffi
+from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers import devices, lazy
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
@@ -76,6 +77,9 @@ class CompiledGraph:
         if self.warm_hit:
             self.nodes = lookup.order
             requirements = {}   # the key is only recorded for CPU graphs
+            # the settings the key was made under (it covers them all): the source, generated
+            # only when asked for, must come from them, not from the settings of that later moment
+            self._config = config.snapshot()
         else:
             with compile_phase("codegen"):
                 self._source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
@@ -109,7 +113,8 @@ class CompiledGraph:
     def source(self):
         """The GraphSource of the library: generated now if a warm hit skipped generating it."""
         if self._source is None:
-            graph_source = generate(*self._generate_args[:4], profile=self._generate_args[4])
+            with config.using(self._config):
+                graph_source = generate(*self._generate_args[:4], profile=self._generate_args[4])
             if graph_source.prefix != self.library.prefix:   # the structural key missed a difference
                 _log.warning("the structural key of %s named %s, whose source differs from this graph's "
                              "(prefix %s); please report it", self.fgraph, self.library.path, graph_source.prefix)
