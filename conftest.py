@@ -50,7 +50,7 @@ SANITIZE = OP_MATRIX + (
     "tests/linkers/test_sanitize.py", "tests/linkers/test_arity_call.py", "tests/export/test_export.py",
     "tests/export/test_hostile_names.py", "tests/linkers/test_node_dedup.py",
     "tests/compile/test_profile.py", "tests/tensor/test_threads_c.py", "tests/export/test_export_threads.py",
-    "tests/tensor/test_advanced_indexing.py", "tests/scan/test_scan_c.py",
+    "tests/tensor/test_advanced_indexing.py", "tests/scan/test_scan_c.py", "tests/linkers/test_build_parts.py",
 )
 
 

@@ -251,7 +251,10 @@ def _library_source(plan):
 def _build(plan, folder, compiler):
     """Build the library in ``folder``; the commands that rebuild it there (``make library``):
     [C compiler argv] or, for a GPU graph, [nvcc argv, C compiler argv]."""
-    requirements = _bundled_libraries(plan.graph.requirements, folder)
+    requirements = dict(_bundled_libraries(plan.graph.requirements, folder))
+    # one unit, as the Makefile's `make library` builds it: the handle code appended below is
+    # outside the parts' guards (codegen.plan_parts), so the unit must hold every part
+    requirements.pop("parts", None)
     source = _library_source(plan)
     stem = "lib" + plan.name
     lib = build_library(source, stem, requirements, compiler, directory=folder)

@@ -96,9 +96,23 @@ typedef struct ffg_pool {
     FfgError error;               /* and its error */
 } ffg_pool;
 
-static ffg_pool ffg_the_pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
-                                .done = PTHREAD_COND_INITIALIZER};
-static int ffg_pool_atfork_registered;
+/* One pool per library. A library built in parts (FFG_PART_MASK: the parts this translation unit
+   holds) shares the pool that the unit holding part 0 defines. */
+#if !defined(FFG_PART_MASK)
+#define FFG_POOL_STORAGE static
+#elif FFG_PART_MASK & 1
+#define FFG_POOL_STORAGE __attribute__((visibility("hidden")))
+#else
+#define FFG_POOL_STORAGE extern __attribute__((visibility("hidden")))
+#define FFG_POOL_ELSEWHERE
+#endif
+#ifdef FFG_POOL_ELSEWHERE
+FFG_POOL_STORAGE ffg_pool ffg_the_pool;
+#else
+FFG_POOL_STORAGE ffg_pool ffg_the_pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
+                                          .done = PTHREAD_COND_INITIALIZER};
+#endif
+FFG_POOL_STORAGE int ffg_pool_atfork_registered;
 
 /* Spin (without the lock) for at most FFG_THREADS_SPIN_NS until *word != value (until_equal 0)
    or *word == value (until_equal 1): a job that comes soon, or a chunk about to end, is then
@@ -214,6 +228,7 @@ static void ffg_pool_start(ffg_pool *p)
 }
 
 /* When the library is unloaded (or the process exits): stop and join the workers. */
+#ifndef FFG_POOL_ELSEWHERE   /* the unit that defines the pool stops it */
 __attribute__((destructor)) static void ffg_pool_shut_down(void)
 {
     ffg_pool *p = &ffg_the_pool;
@@ -230,6 +245,7 @@ __attribute__((destructor)) static void ffg_pool_shut_down(void)
     p->n_workers = 0;
     p->stop = 0;
 }
+#endif
 
 /* Run fn(ctx, c, err) for every chunk c < n: on the pool's workers and this thread, or on this
    thread alone (in chunk order) when n is 1 or the pool is busy. Chunks are handed out one at a

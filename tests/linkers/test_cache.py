@@ -27,16 +27,24 @@ GRAPH_SCRIPT = textwrap.dedent("""
 @pytest.fixture
 def counted_cc(tmp_path):
     """A compiler wrapper that counts real compilations of graph libraries and can be made slow (a file
-    switch)."""
+    switch). A build counts once: the command that writes the library (``-o ....so``), the whole
+    build of a one-unit library or the link of one built in parts (their units write ``.o`` files)."""
     log = tmp_path / "compiles.log"
     slow = tmp_path / "slow"
     wrapper = tmp_path / "cc-wrapper"
     wrapper.write_text(textwrap.dedent("""\
         #!/bin/sh
+        out=""; prev=""
+        for arg in "$@"; do
+            if [ "$prev" = "-o" ]; then out="$arg"; fi
+            prev="$arg"
+        done
         case " $* " in *ffigraph_callshim*) ;;   # the call trampoline, built once per cache
-        *" -o "*)
-            echo compile >> "{log}"
-            if [ -e "{slow}" ]; then sleep 30; fi;;
+        *)
+            case "$out" in *.so)
+                echo compile >> "{log}"
+                if [ -e "{slow}" ]; then sleep 30; fi;;
+            esac;;
         esac
         exec gcc "$@"
         """).format(log=log, slow=slow))

@@ -14,7 +14,9 @@ import ffigraph.tensor as T
 from ffigraph import Mode, function
 from ffigraph.ifelse import ifelse
 
-DEFINITION = re.compile(r"^static (?:__attribute__\(\(noinline\)\) )?int32_t (\w+_(?:node|fn)\d+)\(", re.M)
+# a node function's definition (not its declaration, which a unit built in parts also has)
+DEFINITION = re.compile(r"^(?:static|FFG_NODE_LINKAGE) (?:__attribute__\(\(noinline\)\) )?int32_t "
+                        r"(\w+_(?:node|fn)\d+)\([^;{]*\)\n\{", re.M)
 
 
 def _layers():

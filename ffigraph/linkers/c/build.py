@@ -193,13 +193,81 @@ def build_library(source, name, requirements, compiler=None, directory=None, nod
         head, libs = compiler_command(requirements, compiler)
         if cuda_obj is not None:
             libs = [cuda_obj] + libs + cuda_link_flags(requirements)
-        command = head + ["-o", lib_path, src_path] + libs
-        _run(command, src_path, name + ".c", "C compiler")
+        masks = part_masks(requirements.get("parts"), build_jobs())
+        if masks is None:
+            command = head + ["-o", lib_path, src_path] + libs
+            _run(command, src_path, name + ".c", "C compiler")
+        else:
+            command = _build_in_parts(head, libs, masks, src_path, lib_path, name)
     _check_library_file(lib_path, src_path, name + ".c", command)
     # the cache reports its own builds at INFO (as a miss); only say more here when asked
     _log.log(logging.INFO if private else logging.DEBUG, "built %s%s in %.2f s", lib_path,
              " privately (not cached)" if private else "", time.perf_counter() - start)
     return lib_path
+
+
+def build_jobs():
+    """How many compilers may run side by side for one library: the CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def part_masks(part_weights, jobs):
+    """The ``-DFFG_PART_MASK`` of each translation unit for a source cut into parts (codegen's
+    requirements["parts"]: the parts' weights), at most ``jobs`` units: part 0 (the entry points)
+    opens the first, the other parts go, heaviest first, to the lightest unit. None: one unit, the
+    file as it is (no parts, or one CPU)."""
+    if not part_weights or len(part_weights) < 2 or jobs < 2:
+        return None
+    n = min(len(part_weights), jobs)
+    loads, masks = [0] * n, [0] * n
+    loads[0], masks[0] = part_weights[0], 1
+    for k in sorted(range(1, len(part_weights)), key=lambda k: -part_weights[k]):
+        unit = min(range(n), key=lambda u: loads[u])
+        loads[unit] += part_weights[k]
+        masks[unit] |= 1 << k
+    return [m for m in masks if m]
+
+
+def _build_in_parts(head, libs, masks, src_path, lib_path, name):
+    """Compile the parts of ``src_path`` (one unit per mask) side by side, each on a thread of its
+    own waiting on its compiler, then link them into ``lib_path``; the objects are removed after.
+    The first failure (in unit order) is raised once every compiler has ended. Returns the link
+    command."""
+    directory = os.path.dirname(lib_path)
+    compile_head = [f for f in head if f != "-shared"] + ["-c"]
+    objects = [os.path.join(directory, "%s.part%d.o" % (name, u)) for u in range(len(masks))]
+    failures = [None] * len(masks)
+
+    def compile_unit(u):
+        try:
+            _run(compile_head + ["-DFFG_PART_MASK=0x%x" % masks[u], "-o", objects[u], src_path],
+                 src_path, name + ".c", "C compiler")
+        except BaseException as exc:   # re-raised on the calling thread
+            failures[u] = exc
+
+    threads = [threading.Thread(target=compile_unit, args=(u,), name="ffigraph-compile-part%d" % u, daemon=True)
+               for u in range(1, len(masks))]
+    try:
+        for thread in threads:
+            thread.start()
+        compile_unit(0)
+        for thread in threads:
+            thread.join()
+        for exc in failures:
+            if exc is not None:
+                raise exc
+        command = head + ["-o", lib_path] + objects + libs
+        _run(command, src_path, name + ".c", "C compiler")
+        return command
+    finally:
+        for path in objects:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
 
 def _describe(name, source, nodes, key, private):

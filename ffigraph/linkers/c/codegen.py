@@ -35,6 +35,17 @@ The outer state holds a pointer to each inner state, made in create and freed
 in destroy; the op's ``c_code`` gets ``sub['inner_graphs']``, one dict per
 graph: ``prefix`` (of its C functions) and ``state`` (a C expression of its
 state pointer), and calls ``<prefix>_run(<state>, ...)`` as a host would.
+
+Parts: gcc spends most of a build optimising the node functions' loops, and a machine has several
+CPUs. So the exported graph's node functions are spread over parts (``plan_parts``, by a rough
+measure of each function's code, ``compile_weight``), each wrapped in ``#if FFG_PART_HAS(k)``, the
+entry points in part 0; declarations of every node function come first. The builder compiles the
+file once per CPU, each time with ``-DFFG_PART_MASK`` naming the parts that unit holds
+(``build.part_masks``), and links the objects: node functions are then hidden (not static) symbols,
+and the support code each unit uses is compiled in that unit (static; the thread pool, the one
+piece of state the library must have once, is defined by the unit with part 0). Compiled without
+FFG_PART_MASK (one CPU, an export, a user's own build) the file is the whole library, every node
+function static, as before. Inner graphs are never cut.
 """
 from __future__ import annotations
 
@@ -50,8 +61,72 @@ from ffigraph.linkers.c.interface import MethodNotDefined
 from ffigraph.linkers.c.runtime import RUNTIME_C
 
 PREFIX_TOKEN = "FFG_PREFIX"
+# "<C type> <name>;": a variable whose locals are one declaration (one pattern for every name:
+# a pattern per name, compiled per node, cost a large graph a third of its code generation)
+_ONE_DECLARATION = re.compile(r"^([A-Za-z_][\w \t*]*?)\s*\b([A-Za-z_]\w*)\s*;$")
 SHARED_NAME = "ffg_SHARED_NAME"   # a node's name while its code is generated for sharing (replaced)
 LARGE_GRAPH = 64   # nodes; above this, compile time matters more than inlining the node calls
+NODE_LINKAGE = "FFG_NODE_LINKAGE_TOKEN"   # a node function's linkage, settled per graph (_graph_section)
+
+# Building in parts (see the module's docstring): up to MAX_PARTS parts of at least PART_WEIGHT
+# (compile_weight) each.
+MAX_PARTS = 8
+PART_WEIGHT = 250    # compile_weight units: some 0.15 s of gcc -O3
+GLUE_WEIGHT = 200    # the first part's run/create/destroy and the runtime they use, beside run's body
+
+
+class _NodeFunction:
+    """One node function's C (``text``), its declaration (``signature``), a rough measure of the
+    compiler's work on it and its support code (``weight``, compile_weight) and whether it must be
+    in the first part (``first_part``: it uses inner graphs, which create sets up)."""
+
+    def __init__(self, text, signature, weight, first_part=False):
+        self.text = text
+        self.signature = signature
+        self.weight = weight
+        self.first_part = first_part
+
+
+def compile_weight(*texts):
+    """A rough measure of gcc's work on some C: its statements, and five times its loops, which
+    the optimiser unrolls and vectorises."""
+    text = "".join(texts)
+    return text.count(";") + 5 * text.count("for (")
+
+
+def plan_parts(functions, glue_weight):
+    """Each node function's part (a list of ints) and the parts' weights, or (None, None) when the
+    graph is better compiled as one unit. Part 0 holds the glue (run, create, ...); the functions
+    go, heaviest first, to the lightest part."""
+    total = sum(fn.weight for fn in functions) + glue_weight
+    n = min(MAX_PARTS, len(functions) + 1, total // PART_WEIGHT)
+    if n < 2:
+        return None, None
+    weights = [glue_weight] + [0] * (n - 1)
+    assign = [0] * len(functions)
+    for i in sorted(range(len(functions)), key=lambda i: -functions[i].weight):
+        k = 0 if functions[i].first_part else min(range(n), key=lambda j: weights[j])
+        assign[i] = k
+        weights[k] += functions[i].weight
+    if sum(1 for w in weights if w) < 2:
+        return None, None
+    return assign, weights
+
+
+PARTS_HEAD = r"""
+/* ---- built in parts ----
+   The node functions are spread over %(n)d parts, so that the builder can compile them as
+   translation units side by side: each compile defines FFG_PART_MASK, the parts it holds (bit k:
+   part k), and the units are linked into one library. Part 0 holds run, create and the other
+   entry points. Compiled without FFG_PART_MASK, this file is the whole library, as usual. */
+#ifdef FFG_PART_MASK
+#define FFG_PART_HAS(k) ((FFG_PART_MASK >> (k)) & 1)
+#define FFG_NODE_LINKAGE __attribute__((visibility("hidden")))
+#else
+#define FFG_PART_HAS(k) 1
+#define FFG_NODE_LINKAGE static
+#endif
+"""
 
 
 class GraphSource:
@@ -400,8 +475,9 @@ class _Generator:
     def _nodes(self):
         functions, calls = [], []
         # Large graphs keep one function per node: a single huge function makes gcc's
-        # optimiser superlinear (3000 nodes: 100 s at -O3 as one function).
-        qualifier = "static __attribute__((noinline))" if len(self.order) > LARGE_GRAPH else "static"
+        # optimiser superlinear (3000 nodes: 100 s at -O3 as one function). NODE_LINKAGE becomes
+        # "static" or, in a graph built in parts, the macro that makes it visible to every part.
+        qualifier = NODE_LINKAGE + (" __attribute__((noinline))" if len(self.order) > LARGE_GRAPH else "")
         shared = self._shared_plan()
         defined = {}   # canonical key -> the name of the shared function that runs it
         values = 0
@@ -420,7 +496,7 @@ class _Generator:
                 calls[-1] = "%s\n%s" % (_comment("node #%d: %s" % (index, node)), calls[-1])
         if any(isinstance(item, lazy.Branch) for item in self.plan):
             calls = self._guarded_calls(self.plan, dict(zip(self.order, calls)))
-        return "\n\n".join(functions), "\n".join(calls)
+        return functions, "\n".join(calls)
 
     def _guarded_calls(self, items, call_of):
         """The node calls of a plan block; a lazy op's Branch becomes ``if (condition) { then
@@ -474,7 +550,8 @@ class _Generator:
         inner = _optional(op, "c_inner_graphs", node)
         if inner:
             sub["inner_graphs"] = [self._inner_graph(index, node, k, g) for k, g in enumerate(inner)]
-        self._add_unique(self.globals, [_optional(op, "c_support_code_apply", node, nname)])
+        support = _optional(op, "c_support_code_apply", node, nname) or ""
+        self._add_unique(self.globals, [support])
         # GPU nodes: their launchers and kernels, compiled by nvcc into the same library
         self._add_unique(self.requirements["cuda_sources"], [_optional(op, "c_cuda_source_apply", node, nname)])
         self._add_unique(self.init_code, [_optional(op, "c_init_code_apply", node, nname)])
@@ -492,9 +569,12 @@ class _Generator:
             self.cacheable = False
         code = op.c_code(node, nname, ins, outs, sub)
         cleanup = _optional(op, "c_code_cleanup", node, nname, ins, outs, sub) or ""
-        return NODE_TEMPLATE % dict(comment=_comment("node #%d: %s" % (index, node)), qualifier=qualifier,
-                                    P=self.prefix, index=index, code=_indent(code), label=label,
-                                    cleanup=_indent(cleanup))
+        signature = NODE_SIGNATURE % dict(qualifier=qualifier, P=self.prefix, index=index)
+        # an op with inner graphs stays with them and with create, in the first part (plan_parts)
+        return _NodeFunction(NODE_TEMPLATE % dict(comment=_comment("node #%d: %s" % (index, node)),
+                                                  signature=signature, code=_indent(code), label=label,
+                                                  cleanup=_indent(cleanup)),
+                             signature, compile_weight(code, cleanup, support), first_part=bool(inner))
 
     # ---- shared node functions: nodes whose C differs only in the frame variables they use
 
@@ -534,8 +614,8 @@ class _Generator:
                         continue
                     name = self.name(var)
                     decl = _dedent(var.type.c_declare(name, self._sub("__label_" + name, -1, "")))
-                    match = re.match(r"^([A-Za-z_][\w \t*]*?)\s*\b%s\s*;$" % re.escape(name), decl.strip())
-                    if match is None:
+                    match = _ONE_DECLARATION.match(decl.strip())
+                    if match is None or match.group(2) != name:
                         return None
                     canonical[var] = "ffg_%s%d" % (kind, i)
                     operands.append(var)
@@ -573,14 +653,16 @@ class _Generator:
             defined[key] = "%s_fn%d" % (self.prefix, k)
             self._add_unique(self.globals, [parts["support"].replace(SHARED_NAME, nname)])
             names = [name for _, name in parts["params"]]
-            functions.append(SHARED_NODE_TEMPLATE % dict(
+            signature = SHARED_SIGNATURE % dict(
+                qualifier=qualifier, name=defined[key], P=self.prefix,
+                params="".join(",\n        %s *restrict %s" % (ctype, _param(n)) for ctype, n in parts["params"]))
+            functions.append(_NodeFunction(SHARED_NODE_TEMPLATE % dict(
                 comment=_comment("shared by %d nodes, first node #%d: %s" % (parts["uses"], index, node)),
                 defines="\n".join("#define %s (*%s)" % (n, _param(n)) for n in names),
-                undefs="\n".join("#undef %s" % n for n in names),
-                qualifier=qualifier, name=defined[key], P=self.prefix,
-                params="".join(",\n        %s *restrict %s" % (ctype, _param(n)) for ctype, n in parts["params"]),
+                undefs="\n".join("#undef %s" % n for n in names), signature=signature,
                 code=_indent(parts["code"].replace(SHARED_NAME, nname)), label="__label_%s" % nname,
-                cleanup=_indent(parts["cleanup"].replace(SHARED_NAME, nname))))
+                cleanup=_indent(parts["cleanup"].replace(SHARED_NAME, nname))),
+                signature, compile_weight(parts["code"], parts["cleanup"], parts["support"])))
         args = "".join(", &%s" % self.name(v) for v in parts["variables"])
         return "%s(state, err, %d, %s%s)" % (defined[key], index, _c_string("node #%d %s" % (index, node)), args)
 
@@ -604,6 +686,29 @@ class _Generator:
         return dict(prefix=gen.prefix, state="state->%s" % member)
 
     # ---- the translation unit
+
+    def _place_functions(self, functions, body, top):
+        """The node functions' text, and the parts' head and the guards around the entry points:
+        the exported graph of a large unit is cut into parts (plan_parts); an inner graph, or a
+        small unit, is one piece whose node functions are static."""
+        glue = compile_weight(body)
+        if len(self.order) > LARGE_GRAPH:
+            glue //= 8   # run is built at -O0 then (run_attributes)
+        assign, weights = plan_parts(functions, GLUE_WEIGHT + glue) if top else (None, None)
+        if assign is None:
+            return "\n\n".join(fn.text.replace(NODE_LINKAGE, "static") for fn in functions), "", "", ""
+        self.requirements["parts"] = weights
+        declarations = "\n".join(fn.signature.replace(NODE_LINKAGE, "FFG_NODE_LINKAGE") + ";" for fn in functions)
+        texts = []
+        for k in range(len(weights)):
+            mine = [fn.text.replace(NODE_LINKAGE, "FFG_NODE_LINKAGE") for fn, a in zip(functions, assign) if a == k]
+            if mine:
+                texts.append("#if FFG_PART_HAS(%d)   /* ---- part %d ---- */\n%s\n#endif   /* part %d */"
+                             % (k, k, "\n\n".join(mine), k))
+        head = PARTS_HEAD % dict(n=len(weights)) + "\n/* every node function, for the part that calls it */\n" \
+            + declarations + "\n"
+        return "\n\n".join(texts), head, "#if FFG_PART_HAS(0)   /* ---- part 0: the entry points ---- */\n", \
+            "\n#endif   /* part 0 */\n"
 
     def _slot_table(self, name, variables, roles):
         shapes, slots = [], []
@@ -638,6 +743,7 @@ class _Generator:
         n_values = len(profile_c.value_slots(self.order))
         sizes = dict(n_nodes=max(len(self.order), 1), n_values=max(n_values, 1), P=self.prefix)
         struct_cleanup = "\n".join(_indent(c) for c in reversed(self.struct_cleanup) if c)
+        node_functions, parts_head, glue_begin, glue_end = self._place_functions(node_functions, body, top)
         values = dict(
             members=members or "    int unused;",
             n_out_alloc=max(n_out, 1), n_in=n_in, n_out=n_out, body=_indent(body),
@@ -652,6 +758,7 @@ class _Generator:
             run_start=("    " + profile_c.RUN_START) if self.profile else "",
             run_end=profile_c.RUN_END if self.profile else "",
             linkage="FFG_EXPORT" if top else "static", interface="", set_allocator="",
+            parts_head=parts_head, glue_begin=glue_begin, glue_end=glue_end,
         )
         if top:
             values["interface"] = INTERFACE_TEMPLATE % dict(
@@ -698,10 +805,10 @@ typedef struct %(P)s_state {
 /* Generated code names each variable V<n>; it lives in the frame f. */
 %(var_macros)s
 
-/* ---- one function per node ---- */
+%(parts_head)s/* ---- one function per node ---- */
 %(node_functions)s
 
-%(interface)s%(linkage)s void %(P)s_destroy(void *state_)
+%(glue_begin)s%(interface)s%(linkage)s void %(P)s_destroy(void *state_)
 {
     %(P)s_state *state = (%(P)s_state *)state_;
     const FfgAllocator *allocator;
@@ -784,7 +891,7 @@ __create_fail:
     __atomic_store_n(&state->busy, 0, __ATOMIC_RELEASE);
     return err->code;
 }
-"""
+%(glue_end)s"""
 
 INTERFACE_TEMPLATE = r"""/* ---- description ---- */
 %(inputs_table)s
@@ -831,10 +938,12 @@ UNIT_TEMPLATE = UNIT_HEAD + GRAPH_TEMPLATE   # the exported graph (with the inte
 # A function shared by nodes whose code differs only in their variables: the frame owns them, the
 # function gets pointers to them (named as the op's code knows them by macros, undone after it),
 # the node's index and description (for its failure record) from each call.
+SHARED_SIGNATURE = r"""%(qualifier)s int32_t %(name)s(%(P)s_state *state, FfgError *err,
+        int32_t ffg_node_index, const char *ffg_where%(params)s)"""
+
 SHARED_NODE_TEMPLATE = r"""%(comment)s
 %(defines)s
-%(qualifier)s int32_t %(name)s(%(P)s_state *state, FfgError *err,
-        int32_t ffg_node_index, const char *ffg_where%(params)s)
+%(signature)s
 {
 %(code)s
 %(label)s:;
@@ -843,8 +952,10 @@ SHARED_NODE_TEMPLATE = r"""%(comment)s
 }
 %(undefs)s"""
 
+NODE_SIGNATURE = r"""%(qualifier)s int32_t %(P)s_node%(index)d(%(P)s_state *state, %(P)s_frame *f, FfgError *err)"""
+
 NODE_TEMPLATE = r"""%(comment)s
-%(qualifier)s int32_t %(P)s_node%(index)d(%(P)s_state *state, %(P)s_frame *f, FfgError *err)
+%(signature)s
 {
 %(code)s
 %(label)s:;
