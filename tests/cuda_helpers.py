@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -109,14 +110,24 @@ def build_launchers(launchers, archs=("sm_90",), tag="t", declarations=None):
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
     if proc.returncode != 0:
         raise AssertionError("nvcc failed on %s:\n%s" % (cu, proc.stdout[-6000:]))
-    for symbol in launchers:
-        try:
-            ffi.cdef(declarations.get(symbol) or "int32_t %s(%s);" % (symbol, LAUNCHER_PARAMS))
-        except Exception:   # declared by an earlier build of the same launcher
-            pass
-    lib = ffi.dlopen(lib_path)
+    lib = Functions(lib_path, {symbol: declarations.get(symbol) for symbol in launchers})
     _built[digest] = (lib, lib_path)
     return lib, lib_path
+
+
+class Functions:
+    """Functions of a shared library as attributes, each typed by its C declaration (default: the
+    launcher signature). ffigraph's ``ffi`` is prebuilt and takes no cdef: the symbols are looked up
+    with the dynamic loader and cast to function pointers, as ffigraph loads its own libraries."""
+
+    def __init__(self, path, declarations):
+        from ffigraph.linkers.c import dl
+
+        self.handle = dl.open_library(path)   # kept open for the life of the process, like ffi.dlopen
+        for symbol, declaration in declarations.items():
+            declaration = (declaration or "int32_t %s(%s);" % (symbol, LAUNCHER_PARAMS)).strip().rstrip(";")
+            pointer_type = re.sub(r"\b%s\s*\(" % re.escape(symbol), "(*)(", declaration, count=1)
+            setattr(self, symbol, dl.symbol(self.handle, symbol, pointer_type))
 
 
 def cubin_archs(path):

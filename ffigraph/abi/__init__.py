@@ -8,8 +8,9 @@ from __future__ import annotations
 import os
 import re
 
-import cffi
 import numpy as np
+
+from ffigraph.abi import prebuilt
 
 HEADER_NAME = "ffigraph_abi.h"
 HEADER_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), HEADER_NAME)
@@ -31,18 +32,25 @@ def cdef_text() -> str:
     return body
 
 
-ffi = cffi.FFI()
-ffi.cdef(cdef_text())
 # From the C library: free (owned output blocks), and the dynamic loader's calls, so that a graph
 # library's entry points are looked up by name at run time with no per-library cdef (cffi keeps
 # every cdef for the life of the process) and the library can be closed once nothing uses it.
-ffi.cdef("""
+LIBC_CDEF = """
 void free(void *ptr);
 void *dlopen(const char *filename, int flags);
 void *dlsym(void *handle, const char *symbol);
 int dlclose(void *handle);
 char *dlerror(void);
-""")
+"""
+FFI_MODULE = "ffigraph.abi._abi_ffi"   # the prebuilt FFI of these declarations (tools/gen_ffi.py)
+
+
+def ffi_cdef() -> str:
+    """Every declaration of ``ffi``: the header's, then the C library's."""
+    return cdef_text() + LIBC_CDEF
+
+
+ffi = prebuilt.load(ffi_cdef(), FFI_MODULE)
 _libc = ffi.dlopen(None)
 c_free = _libc.free
 

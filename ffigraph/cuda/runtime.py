@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import threading
 
+import cffi
+
 from ffigraph.abi import CudaError, ffi
 from ffigraph.cuda import toolchain
 
@@ -36,6 +38,9 @@ const char *cudaGetErrorString(int error);
 
 _lock = threading.Lock()
 _state = {}
+# cudart's declarations in an FFI of their own: the ABI's ``ffi`` is prebuilt (ffigraph.abi.prebuilt)
+# and takes no further cdef. Only primitive types cross between the two, which cffi shares.
+_cudart_ffi = cffi.FFI()
 
 
 def cudart():
@@ -43,8 +48,8 @@ def cudart():
     with _lock:
         if "lib" not in _state:
             folder = toolchain.runtime_lib_dir()
-            ffi.cdef(_CDEF)
-            _state["lib"] = ffi.dlopen(os.path.join(folder, "libcudart.so"))
+            _cudart_ffi.cdef(_CDEF)
+            _state["lib"] = _cudart_ffi.dlopen(os.path.join(folder, "libcudart.so"))
         return _state["lib"]
 
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import ffigraph.tensor as T
-from cuda_helpers import NO_GPU_CUDA_ERRORS, needs_no_gpu, Slots, build_launchers, cubin_archs, needs_nvcc, \
+from cuda_helpers import NO_GPU_CUDA_ERRORS, Functions, needs_no_gpu, Slots, build_launchers, cubin_archs, needs_nvcc, \
     undefined_python_symbols
 from ffigraph.abi import dtype_code, ffi
 from ffigraph.cuda import toolchain
@@ -662,10 +662,5 @@ def test_gpu_cublas_launcher_any_strides(dtype, tmp_path):
     subprocess.run([NVCC, "-shared", "-std=c++14", "-Xcompiler", "-fPIC", "-DFFG_CU_EXPORT_LAUNCHERS",
                     "-I" + os.path.dirname(HEADER_PATH)] + toolchain.arch_flags()
                    + ["-o", so, cu, "-L" + toolchain.runtime_lib_dir(), "-lcublas"], check=True)
-    for sym, _ in texts.values():
-        try:
-            ffi.cdef("int32_t %s(%s);" % (sym, LAUNCHER_PARAMS))
-        except Exception:   # declared by an earlier run
-            pass
-    lib = ffi.dlopen(so)
+    lib = Functions(so, {sym: None for sym, _ in texts.values()})
     _run_strided(lambda xnd, ynd: getattr(lib, texts[(xnd, ynd)][0]), dtype, _Cudart())

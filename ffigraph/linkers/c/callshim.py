@@ -34,11 +34,10 @@ import shutil
 import tempfile
 import threading
 
-import cffi
 import numpy as np
 from filelock import FileLock
 
-from ffigraph.abi import MAX_NDIM, ffi
+from ffigraph.abi import MAX_NDIM, ffi, prebuilt
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import build_library
 
@@ -133,8 +132,8 @@ int32_t ffg_run_packed(const FfgRunArgs *args);
 LOOK = -1   # ffg_run_packed: success, but some output is not the offered array as offered
 CHANGED = -2   # ffg_run_packed: not run, a watched input array changed in place
 NAME = "ffigraph_callshim"   # the compiler sees ffigraph_callshim.c
-_shim_ffi = cffi.FFI()
-_shim_ffi.cdef(_CDEF)
+FFI_MODULE = "ffigraph.linkers.c._callshim_ffi"   # the prebuilt FFI of _CDEF (tools/gen_ffi.py)
+_shim_ffi = prebuilt.load(_CDEF, FFI_MODULE)
 _loaded = []          # [the library] once built and opened, [None] where it is not used
 _layouts = []         # [numpy's array layout (offsets), or None] once read
 _NULL = _shim_ffi.NULL
