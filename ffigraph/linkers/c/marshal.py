@@ -20,6 +20,7 @@ import numpy as np
 
 from ffigraph.abi import DEVICE_CPU, DEVICE_CUDA, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
 from ffigraph.linkers import devices
+from ffigraph.linkers.pycode import compiled
 
 _NULL = ffi.NULL
 _HOST_BUFFER = -2
@@ -491,7 +492,7 @@ class CallBlock:
             namespace["slot%d" % k] = self.out_slots[k]
             namespace["t%d" % k] = self.out_tensors[k]
             namespace["dtype%d" % k] = self.out_dtypes[k]
-        exec(compile(source, "<ffigraph call, %d in, %d out>" % (n_in, n_out), "exec"), namespace)
+        exec(compiled(source, "<ffigraph call, %d in, %d out>" % (n_in, n_out)), namespace)
         call = namespace["call"]
         call.source = source   # for reading what runs (f._entry.source)
         return call
