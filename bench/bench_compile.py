@@ -18,7 +18,9 @@ time of the ``function()`` call alone (imports and graph building excluded):
          library is generated and compiled; beside it its CPU time (the process's and the
          compilers', steadier than wall time on a busy machine) and the compile phases ffigraph
          records (``f.maker.compile_times``: rewrite + codegen + compiler + load)
-  warm   a new process on the folder the cold run filled: no Python-level cache helps; the best
+  warm   a new process on the folder the cold run filled: no Python-level cache helps (bytecode
+         aside: the children write and read it in a folder of their own, as an installed package
+         has it, whatever PYTHONDONTWRITEBYTECODE says); the best
          of --warm runs (default 3, quick 1)
 
 plus the number of nodes of the compiled (rewritten) graph, and the growth of the cold time from
@@ -35,6 +37,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
+import atexit  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import shutil  # noqa: E402
@@ -149,11 +152,27 @@ def child(lib, workload, layers, compiledir, opt):
 
 # ---------------------------------------------------------------------------- the parent
 
+_PYCACHE = []   # [the folder of the children's bytecode], made on first use, removed at exit
+
+
+def child_env():
+    """The children's environment: bytecode written and read, in a folder of this run's own, as an
+    installed package has it. Without (PYTHONDONTWRITEBYTECODE set, as on some CI machines), every
+    module a warm function() imports lazily (the C code of each op kind) is compiled from source
+    again in each process, some milliseconds that no installed ffigraph pays."""
+    if not _PYCACHE:
+        _PYCACHE.append(tempfile.mkdtemp(prefix="ffg-bench-compile-pyc-"))
+        atexit.register(shutil.rmtree, _PYCACHE[0], True)
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=_PYCACHE[0])
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
 def run_child(python, lib, workload, layers, compiledir, opt, timeout):
     argv = [python, os.path.abspath(__file__), "--child", lib, workload, str(layers), compiledir]
     if opt:
         argv.append("--opt=" + opt)
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=child_env())
     if proc.returncode:
         raise SystemExit("bench_compile: the %s child for %s failed:\n%s" % (lib, workload, proc.stderr[-3000:]))
     return json.loads(proc.stdout.strip().splitlines()[-1])
