@@ -1,4 +1,4 @@
-"""The per-arity call's code, compiled once (ffigraph.linkers.pycode): kept in the compile cache,
+"""The per-arity call's code, compiled once (ffigraph.linkers.c.pycode): kept in the compile cache,
 read back by the next process, and compiled again when its file is damaged."""
 import os
 import subprocess
@@ -6,17 +6,18 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 import ffigraph.tensor as T
 from ffigraph import Mode, config, function
-from ffigraph.linkers import pycode
+from ffigraph.linkers.c import cache, pycode
 
 SOURCE = "def call(a, b):\n    return a * b + 1\n"
 
 
 def _files(root):
     found = []
-    for folder, _, names in os.walk(os.path.join(root, pycode.FOLDER)):
+    for folder, _, names in os.walk(os.path.join(root, cache.PYCODE)):
         found += [os.path.join(folder, n) for n in names]
     return found
 
@@ -44,8 +45,16 @@ def test_code_is_cached_and_a_damaged_file_is_replaced(tmp_path, monkeypatch):
     assert namespace["call"](2, 2) == 5
     with open(path, "rb") as fh:
         assert fh.read().startswith(pycode._MAGIC)   # replaced by a good one
+    assert os.stat(path).st_mode & 0o077 == 0   # the owner's alone
+    os.chmod(path, 0o666)   # others may write it: it would run their code, so it is refused
+    monkeypatch.setattr(pycode, "_memo", {})
+    with pytest.raises(cache.CacheSecurityError, match="writable by group or others"):
+        pycode.compiled(SOURCE, "<test call>")
+    os.chmod(path, 0o600)
     other = pycode.compiled(SOURCE.replace("+ 1", "+ 2"), "<test call>")
     assert other != code and len(_files(str(tmp_path))) == 2   # another text, another file
+    cache.clear()   # ffigraph-cache clear
+    assert not _files(str(tmp_path))
 
 
 def test_an_unwritable_cache_only_costs_the_compile(tmp_path, monkeypatch):
@@ -62,7 +71,7 @@ CHILD = textwrap.dedent("""
     import numpy as np
     import ffigraph.tensor as T
     from ffigraph import Mode, function
-    from ffigraph.linkers import pycode
+    from ffigraph.linkers.c import pycode
     compiles = []
     real = compile
     def counting(*args, **kwargs):

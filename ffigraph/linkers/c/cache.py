@@ -295,6 +295,7 @@ def get_or_build(source, requirements, compiler=None, nodes=None):
 
 
 GRAPHS = "graphs"
+PYCODE = "pycode"   # the per-arity call's code (pycode.py)
 _HEX_KEY = re.compile(r"[0-9a-f]{64}$")
 _PREFIX = re.compile(r"ffg_[0-9a-f]{24}$")
 
@@ -339,22 +340,46 @@ def record_graph(structural_key, key, prefix):
     if not _HEX_KEY.match(key) or not _PREFIX.match(prefix):
         raise ValueError("not a source key and symbol prefix: %r, %r" % (key, prefix))
     try:
-        folder = _private_dir(os.path.join(private_subdir(GRAPHS), structural_key[:2]))
+        folder = private_shard(GRAPHS, structural_key)
     except (OSError, CacheSecurityError):
         return
-    path = os.path.join(folder, structural_key + ".json")
+    record = dict(structural_key=structural_key, key=key, prefix=prefix, created=time.time())
+    publish_private_file(os.path.join(folder, structural_key + ".json"),
+                         json.dumps(record, indent=1, sort_keys=True).encode())
+
+
+def publish_private_file(path, data):
+    """Write ``data`` (bytes) to ``path`` as its owner's alone whatever the umask (readers refuse a
+    file others may write), atomically: readers see no file or a whole one. Best effort: False when
+    it could not be written."""
     tmp = "%s.%s.tmp" % (path, os.urandom(16).hex())
     try:
-        # private whatever the umask: lookup_graph refuses a record others may write
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as fh:
-            json.dump(dict(structural_key=structural_key, key=key, prefix=prefix, created=time.time()), fh,
-                      indent=1, sort_keys=True)
-        os.replace(tmp, path)   # atomic: readers see no record or a whole one
+        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+        return True
     except OSError:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        return False
+
+
+def read_private_file(path):
+    """The bytes of ``path``, or None when it is absent or unreadable; CacheSecurityError when
+    another user owns it or others may write it (what is read may be run)."""
+    try:
+        check_private(path)
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def private_shard(name, digest):
+    """The private folder ``<root>/<name>/<first two hex digits of digest>`` (made if needed)."""
+    return _private_dir(os.path.join(private_subdir(name), digest[:2]))
 
 
 # ------------------------------------------------------------------ maintenance (the CLI uses these)
@@ -404,7 +429,7 @@ def clean_tmp(older_than=STALE_TMP_SECONDS):
 def clear():
     """Remove every entry, lock and leftover."""
     count = len(list_entries())
-    for name in ("entries", "locks", "tmp", "exports", GRAPHS):
+    for name in ("entries", "locks", "tmp", "exports", GRAPHS, PYCODE):
         shutil.rmtree(os.path.join(root(), name), ignore_errors=True)
     return count
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ffigraph.abi import DEVICE_CPU, DEVICE_CUDA, MAX_NDIM, c_free, dtype_code, dtype_from_code, error_codes, ffi
 from ffigraph.linkers import devices
-from ffigraph.linkers.pycode import compiled
+from ffigraph.linkers.c.pycode import compiled
 
 _NULL = ffi.NULL
 _HOST_BUFFER = -2

@@ -1,11 +1,12 @@
-"""Python code that ffigraph writes at run time (the per-arity call of a compiled function),
-compiled once: kept in this process, and as marshalled code objects in the compile cache.
+"""Python code that the C linker writes at run time (the per-arity call of a compiled function,
+marshal.CallBlock.arity_call), compiled once: marshalled in this process and in the compile cache.
 
 Compiling the call written for a function with many inputs and outputs (a 20-layer network's
 training step: 42 in, 41 out) takes some 12 ms, a fifth of a warm ``function()``. The code object
-depends only on the text and the interpreter, so it is stored under the SHA-256 of both in
-``<compiledir>/pycode/`` (written to a temporary name, then renamed, as the libraries are) and read
-back by the next process. An unreadable or foreign file is compiled again and replaced.
+depends only on the text and the interpreter, so it is stored under the SHA-256 of both in the
+cache's ``pycode`` folder, as private as its libraries (cache.publish_private_file: the owner's
+alone, atomic; a file another user owns or others may write is refused, since it would be run),
+and read back by the next process. An unreadable or foreign file is compiled again and replaced.
 """
 from __future__ import annotations
 
@@ -15,9 +16,8 @@ import os
 import sys
 import threading
 
-from ffigraph.config import config
+from ffigraph.linkers.c import cache
 
-FOLDER = "pycode"
 # (filename, source) -> the marshalled code, for this process. Not the code object itself: each
 # caller gets a fresh one, since PyPy's code objects keep the globals they last ran with (here a
 # compiled function's call namespace, which holds its library open).
@@ -34,12 +34,16 @@ def compiled(source: str, filename: str):
     if data is not None:
         return marshal.loads(data)
     digest = hashlib.sha256(_MAGIC + b"\0" + filename.encode() + b"\0" + source.encode()).hexdigest()
-    path = os.path.join(config.compiledir, FOLDER, digest[:2], digest + ".marshal")
+    path = os.path.join(cache.root(), cache.PYCODE, digest[:2], digest + ".marshal")
     data, code = _read(path)
     if code is None:
         code = compile(source, filename, "exec")
         data = marshal.dumps(code)
-        _write(path, data)
+        try:
+            cache.publish_private_file(os.path.join(cache.private_shard(cache.PYCODE, digest),
+                                                    digest + ".marshal"), _MAGIC + b"\n" + data)
+        except (OSError, cache.CacheSecurityError):   # a cache that cannot be written only costs the compile
+            pass
     with _lock:
         _memo[key] = data
     return code
@@ -47,12 +51,8 @@ def compiled(source: str, filename: str):
 
 def _read(path):
     """(the marshalled code, the code object) stored at ``path``, or (None, None)."""
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None, None
-    if not data.startswith(_MAGIC + b"\n"):
+    data = cache.read_private_file(path)
+    if data is None or not data.startswith(_MAGIC + b"\n"):
         return None, None
     data = data[len(_MAGIC) + 1:]
     try:
@@ -60,18 +60,3 @@ def _read(path):
     except (ValueError, EOFError, TypeError):
         return None, None
     return (data, code) if hasattr(code, "co_code") else (None, None)
-
-
-def _write(path, data):
-    """Publish the marshalled code at ``path`` (best effort: a cache that cannot be written is not an error)."""
-    tmp = "%s.%s.tmp" % (path, os.urandom(8).hex())
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(tmp, "wb") as fh:
-            fh.write(_MAGIC + b"\n" + data)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
