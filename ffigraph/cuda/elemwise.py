@@ -30,11 +30,11 @@ from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import SCALAR_TABLE
-from ffigraph.scalar.c_table import support_code
+from ffigraph.scalar.c_table import HELPER_OPS, support_code
 from ffigraph.scalar.composite import Composite, const_value
 from ffigraph.abi import c_element_type
 from ffigraph.tensor.elemwise import _broadcast_static_shapes, broadcast_shape
-from ffigraph.tensor.elemwise_c import _NEEDS_HELPERS, compute_dtype
+from ffigraph.tensor.elemwise_c import compute_dtype
 from ffigraph.tensor.fused_c import _literal, step_expression
 
 GPU_DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -83,7 +83,7 @@ def check_gpu_dtypes(op, dtypes):
 
 # ------------------------------------------------------------------ device versions of the scalar helpers
 
-_HELPER_NAME = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus)_")
+_HELPER_NAME = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus|psi|trigamma|erfinv)_")
 
 
 def device_expression(text):
@@ -251,7 +251,7 @@ def _helpers(comps):
     dtypes = []
     for comp in comps:
         for sop, args, dt in comp.steps:
-            if sop.name in _NEEDS_HELPERS:
+            if sop.name in HELPER_OPS:
                 cdt = compute_dtype(sop, [comp.ref_dtype(r) for r in args], dt)
                 if cdt not in dtypes:
                     dtypes.append(cdt)

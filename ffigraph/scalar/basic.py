@@ -138,6 +138,90 @@ def _integral_identity(fn):
     return impl
 
 
+def _vectorized(fn):
+    """``fn`` (a function of one Python float) over an array, as float64 (an empty array stays empty)."""
+    vec = np.vectorize(fn, otypes=[np.float64])
+
+    def impl(x):
+        return vec(x) if x.size else np.empty(x.shape, np.float64)
+    impl.__name__ = fn.__name__
+    return impl
+
+
+def _erfc(x):
+    return math.erfc(x)
+
+
+def _gammaln(x):
+    """log|Gamma(x)|, +inf at the poles (0 and the negative integers) and at -inf, as C's lgamma."""
+    try:
+        return math.lgamma(x)
+    except (ValueError, OverflowError):   # Python raises at the poles and past the float range
+        return math.inf
+
+
+def _psi(x):
+    """The digamma function, computed as the C helper ffg_psi_f64 does (c_table): reflection for
+    x < 0, the recurrence psi(x) = psi(x + 1) - 1/x up to x >= 10, then the asymptotic series.
+    Poles as scipy.special.psi: -inf at +0, +inf at -0, NaN at the negative integers and -inf."""
+    x = np.float64(x)   # C's arithmetic: 1 / 0 is inf, not an exception
+    if x <= 0:
+        if math.isinf(x) or x == math.floor(x):
+            return math.copysign(math.inf, -x) if x == 0 else math.nan
+        # psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi: x - rint(x) keeps its digits near a pole
+        return _psi(1 - x) - math.pi / math.tan(math.pi * (x - np.rint(x)))
+    result = 0.0
+    while x < 10:
+        result -= 1 / x
+        x += 1
+    z = 1 / (x * x)
+    series = z * (1 / 12.0 - z * (1 / 120.0 - z * (1 / 252.0 - z * (1 / 240.0 - z * (1 / 132.0 - z * (
+        691 / 32760.0 - z / 12.0))))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+def _tri_gamma(x):
+    """The trigamma function psi'(x), as the C helper ffg_trigamma_f64: reflection for x < 0,
+    psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 10, then the asymptotic series; +inf at the poles."""
+    x = np.float64(x)
+    if x <= 0:
+        if math.isinf(x) or x == math.floor(x):
+            return math.inf
+        s = math.sin(math.pi * (x - np.rint(x)))
+        return math.pi * math.pi / (s * s) - _tri_gamma(1 - x)
+    result = 0.0
+    while x < 10:
+        result += 1 / (x * x)
+        x += 1
+    z = 1 / (x * x)
+    series = z * (1 / 6.0 - z * (1 / 30.0 - z * (1 / 42.0 - z * (1 / 30.0 - z * (5 / 66.0 - z * (
+        691 / 2730.0 - z * 7 / 6.0))))))
+    return result + 1 / x + 0.5 * z + series / x
+
+
+def _erfinv(y):
+    """The inverse of erf, as the C helper ffg_erfinv_f64: Winitzki's approximation, then Halley
+    steps on erf(x) - y (on erfc near +-1, where 1 - |y| is exact); +-inf at +-1, NaN outside."""
+    if not -1 <= y <= 1:
+        return math.nan
+    if y == 0 or abs(y) == 1:
+        return y * math.inf if y else y
+    a, w = abs(y), (math.log1p(-y * y) if abs(y) < 0.5 else math.log((1 - abs(y)) * (1 + abs(y))))
+    t = 2 / (math.pi * 0.147) + w / 2
+    x = math.sqrt(math.sqrt(t * t - w / 0.147) - t)
+    for _ in range(3):
+        f = math.erf(x) - a if a < 0.5 else (1 - a) - math.erfc(x)
+        ratio = f / (2 / math.sqrt(math.pi) * math.exp(-x * x))
+        x -= ratio / (1 + x * ratio)
+    return math.copysign(x, y)
+
+
+def _round_half_away_from_zero(x):
+    # x - trunc(x) is exact, so halves are seen as halves (floor(x + 0.5) rounds 0.49999999999999994 up)
+    t = np.trunc(x)
+    return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
+
+
 def _switch(cond, ift, iff):
     return np.where(cond, ift, iff)
 
@@ -169,6 +253,27 @@ SCALAR_TABLE = {
     "isnan": (1, np.isnan, "bool", "biufc"),
     "isinf": (1, np.isinf, "bool", "biufc"),
     "invert": (1, np.invert, "numpy", "biu"),
+    "arcsin": (1, np.arcsin, "float", "biufc"),
+    "arccos": (1, np.arccos, "float", "biufc"),
+    "arctan": (1, np.arctan, "float", "biufc"),
+    "sinh": (1, np.sinh, "float", "biufc"),
+    "cosh": (1, np.cosh, "float", "biufc"),
+    "arcsinh": (1, np.arcsinh, "float", "biufc"),
+    "arccosh": (1, np.arccosh, "float", "biufc"),
+    "arctanh": (1, np.arctanh, "float", "biufc"),
+    "reciprocal": (1, np.reciprocal, "float", "biufc"),
+    "exp2": (1, np.exp2, "float", "biufc"),
+    "deg2rad": (1, np.deg2rad, "float", "biuf"),
+    "rad2deg": (1, np.rad2deg, "float", "biuf"),
+    "trunc": (1, np.trunc, "float", "biuf"),
+    # PyTensor's rounding ops take floats only
+    "round_half_to_even": (1, np.rint, "same", "f"),
+    "round_half_away_from_zero": (1, _round_half_away_from_zero, "same", "f"),
+    "erfc": (1, _vectorized(_erfc), "float", "biuf"),
+    "erfinv": (1, _vectorized(_erfinv), "float", "biuf"),
+    "gammaln": (1, _vectorized(_gammaln), "float", "biuf"),
+    "psi": (1, _vectorized(_psi), "float", "biuf"),
+    "tri_gamma": (1, _vectorized(_tri_gamma), "float", "biuf"),
     # binary
     "add": (2, np.add, "numpy", "biufc"),
     "sub": (2, np.subtract, "numpy", "iufc"),
@@ -188,6 +293,9 @@ SCALAR_TABLE = {
     "and": (2, np.bitwise_and, "numpy", "biu"),
     "or": (2, np.bitwise_or, "numpy", "biu"),
     "xor": (2, np.bitwise_xor, "numpy", "biu"),
+    "arctan2": (2, np.arctan2, "float", "biuf"),
+    "hypot": (2, np.hypot, "float", "biuf"),
+    "logaddexp": (2, np.logaddexp, "float", "biuf"),
     # ternary
     "switch": (3, _switch, "switch", "biufc"),
     "clip": (3, np.clip, "same", "biuf"),
@@ -228,6 +336,8 @@ class ComplexPart(ScalarOp):
 # Not in SCALAR_TABLE (whose ops every elementwise op test and the GPU table enumerate): they
 # have C code for real values only (complex values have no C code yet).
 COMPLEX_PARTS = {name: ComplexPart(name) for name in ("real", "imag", "angle")}
+# The conjugate, for complex values only (``conj`` returns a real tensor itself); no C code.
+CONJ = ScalarOp("conj", 1, np.conjugate, "same", "c")
 
 
 def _make(name):

@@ -8,6 +8,8 @@ giving 0, round half to even, and bool arithmetic as logic.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ffigraph.abi import c_element_type
@@ -16,7 +18,19 @@ from ffigraph.graph.c_interface import MethodNotDefined
 # float math from <math.h>; float32 uses the 'f' variants
 _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
          "log10": "log10", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "tanh": "tanh",
-         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint"}
+         "erf": "erf", "floor": "floor", "ceil": "ceil", "round": "rint",
+         "arcsin": "asin", "arccos": "acos", "arctan": "atan", "sinh": "sinh", "cosh": "cosh",
+         "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh", "exp2": "exp2", "trunc": "trunc",
+         "round_half_to_even": "rint", "round_half_away_from_zero": "round", "erfc": "erfc",
+         "gammaln": "lgamma"}
+_MATH2 = {"arctan2": "atan2", "hypot": "hypot"}
+
+# float functions with no <math.h> version: double-precision helpers (support_code); float32
+# values go through the double one and are rounded once at the end
+_SPECIAL = {"psi": "ffg_psi_f64", "tri_gamma": "ffg_trigamma_f64", "erfinv": "ffg_erfinv_f64"}
+
+# the ops whose expressions call helper functions: their nodes need support_code(compute dtype)
+HELPER_OPS = ("int_div", "mod", "pow", "sigmoid", "softplus") + tuple(_SPECIAL)
 
 _INTEGRAL_IDENTITY = ("floor", "ceil", "round")
 
@@ -36,6 +50,13 @@ def _fn(name, dtype):
     return name + "f" if np.dtype(dtype).name == "float32" else name
 
 
+def _float_literal(value, dtype):
+    """``value`` rounded to ``dtype``, as a C literal of that type (shortest round-trip digits)."""
+    if np.dtype(dtype).name == "float32":
+        return repr(float(np.float32(value))) + "f"
+    return repr(float(value))
+
+
 def c_expression(name, dtype, ops):
     """(expression, check) for scalar op ``name`` computed in ``dtype`` on C operands ``ops``.
 
@@ -53,6 +74,23 @@ def c_expression(name, dtype, ops):
         if kind in "biu" and name in _INTEGRAL_IDENTITY:
             return a, None
         return "%s(%s)" % (_fn(_MATH[name], dt), a), None
+    if name in _MATH2:
+        return "%s(%s, %s)" % (_fn(_MATH2[name], dt), a, b), None
+    if name in _SPECIAL:
+        call = "%s(%s)" % (_SPECIAL[name], a)
+        return ("((float)%s)" % call if dt.name == "float32" else call), None
+    if name == "reciprocal":
+        return "(1 / %s)" % a, None
+    if name in ("deg2rad", "rad2deg"):
+        factor = math.pi / 180 if name == "deg2rad" else 180 / math.pi
+        return "(%s * %s)" % (a, _float_literal(factor, dt)), None
+    if name == "logaddexp":
+        # numpy's npy_logaddexp: equal values (infinities too) give a + log 2; otherwise the larger
+        # plus log1p(exp(smaller - larger)); NaN (no comparison holds) gives a - b, a NaN
+        log1p_exp = "%s(%s(%%s - %%s))" % (_fn("log1p", dt), _fn("exp", dt))
+        return ("(%s == %s ? %s + %s : (%s > %s ? %s + %s : (%s < %s ? %s + %s : %s - %s)))"
+                % (a, b, a, _float_literal(math.log(2), dt), a, b, a, log1p_exp % (b, a),
+                   a, b, b, log1p_exp % (a, b), a, b)), None
     simple = {
         "neg": "(-%s)" % a,
         "sqr": "(%s * %s)" % (a, a),
@@ -216,17 +254,90 @@ static %(t)s ffg_softplus_%(s)s(%(t)s x)
 """ % dict(t=ctype, s=sfx, f=f)
 
 
+# digamma, trigamma and the inverse error function in double precision (float32 rounds their
+# result). Reflection for x < 0, a recurrence up to x >= 10, where the asymptotic series (Bernoulli
+# numbers, to x^-14) is below 1e-16; poles as scipy.special (psi: -inf at +0, +inf at -0, NaN at
+# the negative integers; trigamma: +inf). erfinv: Winitzki's approximation (relative error ~2e-3),
+# then three Halley steps (cubic convergence) on erf(x) - y, on erfc(x) - (1 - y) once |y| >= 0.5
+# so that the residual keeps its digits near +-1. ffigraph.scalar.basic mirrors them in Python.
+_SPECIAL_HELPERS = """static double ffg_psi_f64(double x)
+{
+    double result = 0, z, series;
+    if (x <= 0) {
+        if (x == floor(x))   /* a pole */
+            return x == 0 ? copysign(INFINITY, -x) : NAN;
+        /* psi(x) = psi(1 - x) - pi / tan(pi x); tan has period pi: x - rint(x) keeps its digits near a pole */
+        return ffg_psi_f64(1 - x) - 3.141592653589793 / tan(3.141592653589793 * (x - rint(x)));
+    }
+    while (x < 10) {
+        result -= 1 / x;
+        x += 1;
+    }
+    z = 1 / (x * x);
+    series = z * (1 / 12.0 - z * (1 / 120.0 - z * (1 / 252.0 - z * (1 / 240.0 - z * (1 / 132.0 - z * (
+        691 / 32760.0 - z / 12.0))))));
+    return result + log(x) - 0.5 / x - series;
+}
+static double ffg_trigamma_f64(double x)
+{
+    double result = 0, z, series;
+    if (x <= 0) {
+        double s;
+        if (x == floor(x))   /* a pole */
+            return INFINITY;
+        /* psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x) */
+        s = sin(3.141592653589793 * (x - rint(x)));   /* sin^2 has period pi */
+        return 3.141592653589793 * 3.141592653589793 / (s * s) - ffg_trigamma_f64(1 - x);
+    }
+    while (x < 10) {
+        result += 1 / (x * x);
+        x += 1;
+    }
+    z = 1 / (x * x);
+    series = z * (1 / 6.0 - z * (1 / 30.0 - z * (1 / 42.0 - z * (1 / 30.0 - z * (5 / 66.0 - z * (
+        691 / 2730.0 - z * 7 / 6.0))))));
+    return result + 1 / x + 0.5 * z + series / x;
+}
+static double ffg_erfinv_f64(double y)
+{
+    double a, w, t, x;
+    int step;
+    if (!(y >= -1 && y <= 1))   /* NaN too */
+        return NAN;
+    if (y == 0)
+        return y;
+    a = fabs(y);
+    if (a == 1)
+        return copysign(INFINITY, y);
+    w = a < 0.5 ? log1p(-y * y) : log((1 - a) * (1 + a));
+    t = 2 / (3.141592653589793 * 0.147) + w / 2;
+    x = sqrt(sqrt(t * t - w / 0.147) - t);
+    for (step = 0; step < 3; ++step) {
+        double f = a < 0.5 ? erf(x) - a : (1 - a) - erfc(x);
+        double ratio = f / (1.1283791670955126 * exp(-x * x));   /* f / f' */
+        x -= ratio / (1 + x * ratio);
+    }
+    return copysign(x, y);
+}
+"""
+
+
 def support_code(dtype):
     """The helper functions the expressions for ``dtype`` may call."""
     dt = np.dtype(dtype)
+    special = ""
     if dt.kind in "iu":
         code = _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
     elif dt.kind == "f":
         code = _float_helpers(c_element_type(dt), suffix(dt), "f" if dt.itemsize == 4 else "")
+        special = _guarded("FFG_SCALAR_HELPERS_SPECIAL", _SPECIAL_HELPERS)
     elif dt.kind == "b":
         code = _int_helpers("uint8_t", "u8", False)
     else:
         return ""
-    # guarded: several ops may paste the helpers of one dtype into the same translation unit
-    guard = "FFG_SCALAR_HELPERS_%s" % suffix(dt).upper()
+    return _guarded("FFG_SCALAR_HELPERS_%s" % suffix(dt).upper(), code) + special
+
+
+def _guarded(guard, code):
+    # several ops may paste the same helpers into one translation unit
     return "#ifndef %s\n#define %s\n%s#endif\n" % (guard, guard, code)

@@ -5,7 +5,7 @@ import numpy as np
 
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import upcast
-from ffigraph.scalar.c_table import c_cast, c_expression, support_code
+from ffigraph.scalar.c_table import HELPER_OPS, c_cast, c_expression, support_code
 from ffigraph.tensor import threads_c
 from ffigraph.tensor.ctype import c_element_type
 
@@ -31,7 +31,8 @@ def _operand_dtypes(scalar_op, in_dtypes, cdt):
     return [cdt] * len(in_dtypes)
 
 
-_NEEDS_HELPERS = ("int_div", "mod", "pow", "sigmoid", "softplus")
+# the ops whose C expression calls helper functions (c_table.support_code), pasted in only then
+_NEEDS_HELPERS = HELPER_OPS
 
 
 def elemwise_support_code(op, node, name=None):

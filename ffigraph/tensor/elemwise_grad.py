@@ -119,8 +119,41 @@ def _switch_rule(ins, z, gz):
     return [ZERO, switch(cond, gz, 0), switch(cond, 0, gz)]
 
 
+def _float_of(x, z):
+    """``x`` in the dtype of the float output ``z``: an integer input's ``x * x`` must not wrap."""
+    return cast(x, z.type.dtype) if _is_discrete(x) else x
+
+
+def _float_unary(fn):
+    """A unary rule of ``x`` taken in the output's float dtype."""
+    return lambda ins, z, gz: [fn(_float_of(ins[0], z), z, gz)]
+
+
+def _arctan2_rule(ins, z, gz):
+    # z = atan2(y, x): dz/dy = x / (x^2 + y^2), dz/dx = -y / (x^2 + y^2)
+    y, x = (_float_of(v, z) for v in ins)
+    r2 = x * x + y * y
+    return [gz * x / r2, -gz * y / r2]
+
+
+def _hypot_rule(ins, z, gz):
+    x, y = (_float_of(v, z) for v in ins)
+    return [gz * x / z, gz * y / z]
+
+
+def _logaddexp_rule(ins, z, gz):
+    # d/da log(e^a + e^b) = e^a / (e^a + e^b) = exp(a - z): no overflow, whatever a and b
+    a, b = (_float_of(v, z) for v in ins)
+    return [gz * tm.exp(a - z), gz * tm.exp(b - z)]
+
+
+def _tri_gamma_rule(ins, z, gz):
+    raise NotImplementedError("the gradient of tri_gamma (polygamma of order 2) is not implemented")
+
+
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_SQRT_PI_OVER_TWO = math.sqrt(math.pi) / 2.0
 
 RULES = {
     "neg": _unary(lambda x, z, gz: -gz),
@@ -140,6 +173,29 @@ RULES = {
     "sigmoid": _sigmoid_rule,
     "softplus": _unary(lambda x, z, gz: gz * tm.sigmoid(x)),
     "erf": _unary(lambda x, z, gz: gz * _TWO_OVER_SQRT_PI * tm.exp(-(x * x))),
+    "arcsin": _float_unary(lambda x, z, gz: gz / tm.sqrt(1 - x * x)),
+    "arccos": _float_unary(lambda x, z, gz: -gz / tm.sqrt(1 - x * x)),
+    "arctan": _float_unary(lambda x, z, gz: gz / (1 + x * x)),
+    "sinh": _float_unary(lambda x, z, gz: gz * tm.cosh(x)),
+    "cosh": _float_unary(lambda x, z, gz: gz * tm.sinh(x)),
+    "arcsinh": _float_unary(lambda x, z, gz: gz / tm.sqrt(x * x + 1)),
+    "arccosh": _float_unary(lambda x, z, gz: gz / tm.sqrt(x * x - 1)),
+    "arctanh": _float_unary(lambda x, z, gz: gz / (1 - x * x)),
+    "reciprocal": _unary(lambda x, z, gz: -gz * z * z),
+    "exp2": _unary(lambda x, z, gz: gz * z * _LN2),
+    "deg2rad": _unary(lambda x, z, gz: gz * (math.pi / 180)),
+    "rad2deg": _unary(lambda x, z, gz: gz * (180 / math.pi)),
+    "erfc": _float_unary(lambda x, z, gz: -gz * _TWO_OVER_SQRT_PI * tm.exp(-(x * x))),
+    "erfinv": _unary(lambda x, z, gz: gz * _SQRT_PI_OVER_TWO * tm.exp(z * z)),
+    "gammaln": _float_unary(lambda x, z, gz: gz * tm.psi(x)),
+    "psi": _float_unary(lambda x, z, gz: gz * tm.tri_gamma(x)),
+    "tri_gamma": _tri_gamma_rule,
+    "arctan2": _arctan2_rule,
+    "hypot": _hypot_rule,
+    "logaddexp": _logaddexp_rule,
+    "trunc": lambda ins, z, gz: [ZERO],
+    "round_half_to_even": lambda ins, z, gz: [ZERO],
+    "round_half_away_from_zero": lambda ins, z, gz: [ZERO],
     "floor": lambda ins, z, gz: [ZERO],
     "ceil": lambda ins, z, gz: [ZERO],
     "round": lambda ins, z, gz: [ZERO],

@@ -8,8 +8,8 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
-from ffigraph.scalar.basic import COMPLEX_PARTS, SCALAR_OPS, upcast
-from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
+from ffigraph.scalar.basic import COMPLEX_PARTS, CONJ, SCALAR_OPS, upcast, upgrade_to_float
+from ffigraph.tensor.basic import as_tensor_variable, cast, normalize_axis
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
 
@@ -40,6 +40,13 @@ _PUBLIC = {
     "int_div": "int_div", "mod": "mod", "pow": "pow", "maximum": "maximum", "minimum": "minimum",
     "eq": "eq", "neq": "neq", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "and": "and_",
     "or": "or_", "xor": "xor",
+    # PyTensor's names (numpy's, but for gammaln, psi and tri_gamma, which are scipy.special's)
+    "arcsin": "arcsin", "arccos": "arccos", "arctan": "arctan", "arctan2": "arctan2", "sinh": "sinh",
+    "cosh": "cosh", "arcsinh": "arcsinh", "arccosh": "arccosh", "arctanh": "arctanh",
+    "reciprocal": "reciprocal", "trunc": "trunc", "exp2": "exp2", "deg2rad": "deg2rad", "rad2deg": "rad2deg",
+    "hypot": "hypot", "gammaln": "gammaln", "psi": "psi", "tri_gamma": "tri_gamma", "erfc": "erfc",
+    "erfinv": "erfinv", "round_half_to_even": "round_half_to_even",
+    "round_half_away_from_zero": "round_half_away_from_zero",
 }
 for _name, _public in _PUBLIC.items():
     globals()[_public] = _elemwise_function(_name, _public)
@@ -52,6 +59,56 @@ sign = globals()["sgn"]
 bitwise_and, bitwise_or, bitwise_xor = globals()["and_"], globals()["or_"], globals()["xor"]
 divide = true_div = globals()["true_div"]
 floor_div = globals()["int_div"]
+power = globals()["pow"]
+digamma = globals()["psi"]
+
+
+def logaddexp(*xs):
+    """``log(exp(x0) + exp(x1) + ...)`` elementwise, without overflow (numpy's ``logaddexp``, folded
+    over the inputs as PyTensor's ``logaddexp(*xs)``)."""
+    if not xs:
+        raise TypeError("logaddexp needs at least one input")
+    if len(xs) == 1:   # log(exp(x)) is x, as a float
+        x = as_tensor_variable(xs[0])
+        return cast(x, upgrade_to_float(x.dtype))
+    out = xs[0]
+    for x in xs[1:]:
+        out = ELEMWISE["logaddexp"](out, x)
+    return out
+
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|`` as a bool tensor, with numpy's semantics: ``b``
+    must be finite, unless ``a == b`` (equal infinities are close), and NaNs are close to NaNs only
+    with ``equal_nan``. Integer and bool values of ``b`` are compared as float64, as numpy does."""
+    a, b = as_tensor_variable(a), as_tensor_variable(b)
+    if b.dtype.startswith("complex") or a.dtype.startswith("complex"):
+        raise TypeError("isclose: complex values are not supported (%s, %s)" % (a.dtype, b.dtype))
+    if _is_discrete(b.dtype):
+        b = cast(b, "float64")   # numpy: b becomes result_type(b, 1.0), so a - b cannot wrap
+    finite_b = ELEMWISE["invert"](ELEMWISE["or"](ELEMWISE["isnan"](b), ELEMWISE["isinf"](b)))
+    within = ELEMWISE["le"](abs_(a - b), atol + rtol * abs_(b))
+    close = ELEMWISE["or"](ELEMWISE["and"](within, finite_b), ELEMWISE["eq"](a, b))
+    if equal_nan:
+        close = ELEMWISE["or"](close, ELEMWISE["and"](ELEMWISE["isnan"](a), ELEMWISE["isnan"](b)))
+    return close
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of ``a`` is close to ``b`` (``all`` of ``isclose``): a 0-d bool tensor."""
+    return all(isclose(a, b, rtol, atol, equal_nan))
+
+
+_conj = Elemwise(CONJ)
+
+
+def conj(z):
+    """The complex conjugate of ``z``; a real tensor is returned as it is (PyTensor's ``conjugate``)."""
+    z = as_tensor_variable(z)
+    return _conj(z) if z.dtype.startswith("complex") else z
+
+
+conjugate = conj
 
 
 def clip(x, a_min, a_max):
@@ -298,7 +355,9 @@ class ArgReduce(DelegatedCOp, Op):
         return "%s{axis=%s}" % (self.kind.capitalize(), ",".join(map(str, self.axis)))
 
 
-def _normalize_axes(axis, ndim, what):
+def _normalize_axes(axis, ndim, what, ordered=True):
+    """``axis`` (None: all, an int, or a sequence; negative counts from the end) as a tuple of
+    distinct axes: sorted, or in the given order (``ordered=False``)."""
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, (list, tuple)):
@@ -307,7 +366,7 @@ def _normalize_axes(axis, ndim, what):
         axes = [normalize_axis(axis, ndim, what)]
     if len(set(axes)) != len(axes):
         raise ValueError("%s: repeated axis in %s" % (what, axis))
-    return tuple(sorted(axes))
+    return tuple(sorted(axes)) if ordered else tuple(axes)
 
 
 def _keep(out, axes, ndim):
@@ -450,6 +509,7 @@ def dot(x, y):
 
 __all__ = list(_PUBLIC.values()) + [
     "abs_", "pow_", "round_", "sign", "clip", "real", "imag", "angle", "divide", "floor_div", "bitwise_and",
+    "power", "digamma", "logaddexp", "isclose", "allclose", "conj", "conjugate",
     "bitwise_or", "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
     "Reduce", "ArgReduce", "Dot", "ELEMWISE",
 ]

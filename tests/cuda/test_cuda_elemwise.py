@@ -34,10 +34,11 @@ from helpers import assert_matches
 cpu_elemwise = cpu_op_tests("test_elemwise")
 cpu_build = cpu_op_tests("test_build_ops")
 cpu_reductions = cpu_op_tests("test_reductions")
+cpu_breadth = cpu_op_tests("test_elemwise_breadth")   # PyTensor's further functions (arcsin, psi, ...)
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 AXES = [(), (0,), (1,), (0, 2), (1, 2), (0, 1, 2)]
-HOST_HELPER = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus)_")
+HOST_HELPER = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus|psi|trigamma|erfinv)_")
 
 
 def gvar(dtype, shape=(None, None)):
@@ -459,6 +460,12 @@ def numpy_reference(name, dtype):
     if cpu in cpu_elemwise.BINARY:
         ref, out = cpu_elemwise.binary_ref(cpu, dtype, dtype)
         return ref, out, cpu_elemwise.BINARY[cpu][2]
+    if name in cpu_breadth.UNARY:
+        ref, out = cpu_breadth.unary_ref(name, dtype)
+        return ref, out, cpu_breadth.UNARY[name][2]
+    if name in cpu_breadth.BINARY:
+        ref, out = cpu_breadth.binary_ref(name, dtype, dtype)
+        return ref, out, cpu_breadth.BINARY[name][2]
     if name == "switch":   # the condition's dtype takes no part: the branches' dtype
         return cpu_build._switch_ref(dtype), dtype, "biufc"
     if name == "clip":
@@ -503,8 +510,11 @@ def test_gpu_tier_oracles_cover_every_op_and_reduction():
                 continue
             assert node.outputs[0].type.dtype == out_dtype, (name, dtype)
             ins = _valid_inputs(name, dtype, [_sample(dtype, (2, 3), rng) for _ in range(sop.nin)])
-            with np.errstate(all="ignore"):
-                assert np.asarray(ref(*ins)).shape == (2, 3), (name, dtype)
+            try:
+                with np.errstate(all="ignore"):
+                    assert np.asarray(ref(*ins)).shape == (2, 3), (name, dtype)
+            except pytest.skip.Exception:   # a scipy-only reference without scipy (PyPy): the rest still runs
+                continue
     for kind in KINDS:
         for dtype in REDUCE_DTYPES:
             node = GpuReduce(kind, (0, 2)).make_node(gvar(dtype, (None,) * 3))
