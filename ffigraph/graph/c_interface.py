@@ -228,3 +228,19 @@ class DelegatedCOp(COp):
 
     def c_code_cache_version(self):
         return self._delegate("c_code_cache_version", ())
+
+
+def c_string(text):
+    """A C string literal for any text: printable ASCII kept, everything else as octal escapes
+    (so a name can hold quotes, newlines or non-ASCII without breaking or changing the source)."""
+    out = []
+    for byte in str(text).encode("utf-8", "backslashreplace"):
+        ch = chr(byte)
+        if ch in '"\\?':
+            out.append("\\" + ch)
+        elif 32 <= byte < 127:
+            out.append(ch)
+        else:
+            out.append("\\%03o" % byte)
+    # the source's placeholders are replaced after generation: never spell one in a literal
+    return '"%s"' % "".join(out).replace("FFG_PREFIX", "FFG\\137PREFIX").replace("FFG_SOURCE", "FFG\\137SOURCE")

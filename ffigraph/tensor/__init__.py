@@ -21,3 +21,15 @@ __all__ = list(_basic_all) + list(_math_all) + [
     "grad", "jacobian", "hessian",
 ]
 __all__ += ["logsumexp"]
+from ffigraph.tensor.extra_ops import *  # noqa: F401,F403,E402  (issue 27: cumsum, cumprod, diff, bincount, ...)
+from ffigraph.tensor.extra_ops import __all__ as _extra_ops_all  # noqa: E402
+from ffigraph.tensor.sort import *  # noqa: F401,F403,E402
+from ffigraph.tensor.sort import __all__ as _sort_all  # noqa: E402
+from ffigraph.tensor.statistics import *  # noqa: F401,F403,E402
+from ffigraph.tensor.statistics import __all__ as _statistics_all  # noqa: E402
+__all__ += list(_extra_ops_all) + list(_sort_all) + list(_statistics_all)
+from ffigraph.tensor.construct import *  # noqa: F401,F403,E402  (issue 27: eye, tri, ...)
+from ffigraph.tensor.construct import __all__ as _construct_all  # noqa: E402
+from ffigraph.tensor.layout import *  # noqa: F401,F403,E402
+from ffigraph.tensor.layout import __all__ as _layout_all  # noqa: E402
+__all__ += list(_construct_all) + list(_layout_all)

@@ -106,14 +106,70 @@ vector = _maker(1)
 matrix = _maker(2)
 tensor3 = _maker(3)
 tensor4 = _maker(4)
+tensor5 = _maker(5)
+tensor6 = _maker(6)
+tensor7 = _maker(7)
 
 _PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64",
              "f": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
-_KINDS = {"scalar": 0, "vector": 1, "matrix": 2, "tensor3": 3, "tensor4": 4}
+_KINDS = {"scalar": 0, "vector": 1, "matrix": 2, "tensor3": 3, "tensor4": 4, "tensor5": 5, "tensor6": 6,
+          "tensor7": 7}
 for _p, _dt in _PREFIXES.items():
     for _kind, _nd in _KINDS.items():
         globals()[_p + _kind] = _maker(_nd, _dt)
 del _p, _dt, _kind, _nd
+
+
+def _broadcastable_maker(static, what, dtype=None):
+    """PyTensor's ``row`` (static shape (1, None)) and ``col`` ((None, 1)): the length-1 axis
+    must stay 1 in a given ``shape``."""
+    def make(name=None, dtype=dtype, shape=None):
+        shape = static if shape is None else tuple(shape)
+        if len(shape) != 2 or any(s == 1 and shape[a] != 1 for a, s in enumerate(static)):
+            raise ValueError("%s: the shape must be like %s (the axis of length 1 stays 1), got %s"
+                             % (what, static, shape))
+        return TensorType(dtype, shape)(name)
+
+    return make
+
+
+row = _broadcastable_maker((1, None), "row")
+col = _broadcastable_maker((None, 1), "col")
+_BROADCASTABLE = {"row": (1, None), "col": (None, 1)}
+for _p, _dt in _PREFIXES.items():
+    for _kind, _static in _BROADCASTABLE.items():
+        globals()[_p + _kind] = _broadcastable_maker(_static, _p + _kind, _dt)
+del _p, _dt, _kind, _static
+
+
+def _plural(make):
+    """PyTensor's plural constructors (``dmatrices``): ``f(3)`` makes three unnamed variables,
+    ``f("x", "y")`` one per name, and one string one per character (``f("xy")``), as PyTensor's
+    ``apply_across_args`` does; one name gives one variable. A string with commas or spaces
+    (``"x, y"``) is split on them instead (PyTensor would make a variable per character)."""
+    def plural(*names):
+        if names and isinstance(names[0], (int, np.integer)) and not isinstance(names[0], bool):
+            return [make() for _ in range(int(names[0]))]
+        if len(names) == 1:
+            names = names[0]
+            if isinstance(names, str) and any(c in names for c in ", \t\n"):
+                names = [n for n in names.replace(",", " ").split() if n]
+        if len(names) == 1:
+            return make(names[0] if isinstance(names, (list, tuple)) else names)
+        return [make(n) for n in names]
+
+    plural.__name__ = make.__name__
+    return plural
+
+
+# PyTensor's set: the plain kinds and their f, d, i, l forms
+_PLURALS = {"scalar": "scalars", "vector": "vectors", "matrix": "matrices", "row": "rows", "col": "cols",
+            "tensor3": "tensor3s", "tensor4": "tensor4s", "tensor5": "tensor5s", "tensor6": "tensor6s",
+            "tensor7": "tensor7s"}
+for _kind, _many in _PLURALS.items():
+    for _p in ("", "f", "d", "i", "l"):
+        globals()[_p + _many] = _plural(globals()[_p + _kind])
+del _kind, _many, _p
 
 # ------------------------------------------------------------------ casting and choice
 
@@ -541,4 +597,7 @@ __all__ = [
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
     "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange",
-] + [p + k for p in _PREFIXES for k in _KINDS]
+] + [p + k for p in _PREFIXES for k in _KINDS] + [
+    "tensor5", "tensor6", "tensor7", "row", "col",
+] + [p + k for p in _PREFIXES for k in _BROADCASTABLE] + [
+    p + k for k in _PLURALS.values() for p in ("", "f", "d", "i", "l")]

@@ -58,6 +58,7 @@ from ffigraph.graph.basic import Constant
 from ffigraph.linkers import devices, lazy
 from ffigraph.linkers.c import profile_c
 from ffigraph.linkers.c.interface import MethodNotDefined
+from ffigraph.graph.c_interface import c_string
 from ffigraph.linkers.c.runtime import RUNTIME_C
 
 PREFIX_TOKEN = "FFG_PREFIX"
@@ -183,22 +184,6 @@ def _indent(code, level=1):
 
 def _dedent(code):
     return textwrap.dedent(code or "").strip("\n")
-
-
-def c_string(text):
-    """A C string literal for any text: printable ASCII kept, everything else as octal escapes
-    (so a name can hold quotes, newlines or non-ASCII without breaking or changing the source)."""
-    out = []
-    for byte in str(text).encode("utf-8", "backslashreplace"):
-        ch = chr(byte)
-        if ch in '"\\?':
-            out.append("\\" + ch)
-        elif 32 <= byte < 127:
-            out.append(ch)
-        else:
-            out.append("\\%03o" % byte)
-    # the source's placeholders are replaced after generation: never spell one in a literal
-    return '"%s"' % "".join(out).replace("FFG_PREFIX", "FFG\\137PREFIX").replace("FFG_SOURCE", "FFG\\137SOURCE")
 
 
 _c_string = c_string

@@ -1,0 +1,130 @@
+"""Construction functions (ffigraph/tensor/construct.py) and the constructors of basic.py, against numpy.
+
+As in test_layout.py: ONE function per test holds every case as an output, run under the C linker
+(C code for every node) and the Python one, which must agree; inputs are reversed views.
+"""
+import numpy as np
+import pytest
+
+import ffigraph.tensor as T
+from ffigraph import Mode
+from ffigraph.gradient import verify_grad
+from test_layout import reversed_view, run_cases
+
+
+def _sample(dtype, shape, rng):
+    if dtype == "bool":
+        return reversed_view(rng.integers(0, 2, shape).astype(bool))
+    return reversed_view((rng.standard_normal(shape) * 10).astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64", "bool"])
+def test_construct_values(dtype):
+    m, v, t = T.matrix("m", dtype=dtype), T.vector("v", dtype=dtype), T.tensor3("t", dtype=dtype)
+    n, k = T.lscalar("n"), T.lscalar("k")
+    syms = [m, v, t, n, k]
+    cases = [
+        ("eye", lambda m, v, t, n, k: T.eye(n, dtype=dtype), lambda m, v, t, n, k: np.eye(n, dtype=dtype)),
+        ("eye k", lambda m, v, t, n, k: T.eye(n, 4, k, dtype=dtype),
+         lambda m, v, t, n, k: np.eye(n, 4, k, dtype=dtype)),
+        ("identity_like", lambda m, v, t, n, k: T.identity_like(m),
+         lambda m, v, t, n, k: np.eye(*m.shape, dtype=dtype)),
+        ("tri", lambda m, v, t, n, k: T.tri(n, 3, k, dtype=dtype), lambda m, v, t, n, k: np.tri(n, 3, k, dtype=dtype)),
+        ("tril", lambda m, v, t, n, k: T.tril(m), lambda m, v, t, n, k: np.tril(m)),
+        ("tril k", lambda m, v, t, n, k: T.tril(t, k), lambda m, v, t, n, k: np.tril(t, k)),
+        ("triu", lambda m, v, t, n, k: T.triu(m, -1), lambda m, v, t, n, k: np.triu(m, -1)),
+        ("triu k", lambda m, v, t, n, k: T.triu(t, k), lambda m, v, t, n, k: np.triu(t, k)),
+        ("diag v", lambda m, v, t, n, k: T.diag(v), lambda m, v, t, n, k: np.diag(v)),
+        ("diag v 2", lambda m, v, t, n, k: T.diag(v, 2), lambda m, v, t, n, k: np.diag(v, 2)),
+        ("diag v -1", lambda m, v, t, n, k: T.diag(v, -1), lambda m, v, t, n, k: np.diag(v, -1)),
+        ("diag m", lambda m, v, t, n, k: T.diag(m), lambda m, v, t, n, k: np.diag(m)),
+        ("diag m 1", lambda m, v, t, n, k: T.diag(m, 1), lambda m, v, t, n, k: np.diag(m, 1)),
+        ("diag m -2", lambda m, v, t, n, k: T.diag(m, -2), lambda m, v, t, n, k: np.diag(m, -2)),
+        ("diagonal", lambda m, v, t, n, k: T.diagonal(t, 1, 2, 0), lambda m, v, t, n, k: np.diagonal(t, 1, 2, 0)),
+        ("diagonal -1", lambda m, v, t, n, k: T.diagonal(t, -1, -1, 1),
+         lambda m, v, t, n, k: np.diagonal(t, -1, -1, 1)),
+        ("fill_diagonal", lambda m, v, t, n, k: T.fill_diagonal(m, 1), lambda m, v, t, n, k: _filled(m, 1)),
+        ("fill_diagonal wide", lambda m, v, t, n, k: T.fill_diagonal(m.T, 0), lambda m, v, t, n, k: _filled(m.T, 0)),
+        ("full", lambda m, v, t, n, k: T.full((2, n), np.asarray(1, dtype=dtype)),
+         lambda m, v, t, n, k: np.full((2, n), np.asarray(1, dtype=dtype))),
+        ("full dtype", lambda m, v, t, n, k: T.full(n, 3, dtype=dtype),
+         lambda m, v, t, n, k: np.full(n, 3, dtype=dtype)),
+        ("full_like", lambda m, v, t, n, k: T.full_like(t, 1), lambda m, v, t, n, k: np.full_like(t, 1)),
+        ("empty", lambda m, v, t, n, k: T.empty((n, 2), dtype=dtype).shape,
+         lambda m, v, t, n, k: np.asarray((n, 2), dtype=np.int64)),
+    ]
+    if dtype != "bool":
+        cases += [
+            ("trace", lambda m, v, t, n, k: T.trace(m), lambda m, v, t, n, k: np.trace(m)),
+            ("trace 3d", lambda m, v, t, n, k: T.trace(t, 1, 1, 2), lambda m, v, t, n, k: np.trace(t, 1, 1, 2)),
+            ("outer", lambda m, v, t, n, k: T.outer(v, m), lambda m, v, t, n, k: np.outer(v, m)),
+        ]
+    rng = np.random.default_rng(0)
+    full = (_sample(dtype, (4, 3), rng), _sample(dtype, (3,), rng), _sample(dtype, (2, 3, 4), rng), 3, 1)
+    empty = (_sample(dtype, (0, 3), rng), _sample(dtype, (0,), rng), _sample(dtype, (2, 0, 4), rng), 0, -2)
+    run_cases(syms, cases, [full, empty])
+
+
+def _filled(a, val):
+    a = np.array(a, copy=True)
+    np.fill_diagonal(a, val)
+    return a
+
+
+def test_ranges():
+    """linspace, logspace and geomspace with constant and symbolic num, arrays of starts, both endpoints."""
+    start, stop, n = T.dvector("start"), T.dscalar("stop"), T.lscalar("n")
+    cases = [
+        ("linspace", lambda start, stop, n: T.linspace(0, 1, 5), lambda start, stop, n: np.linspace(0, 1, 5)),
+        ("linspace sym", lambda start, stop, n: T.linspace(start, stop, n),
+         lambda start, stop, n: np.linspace(start, stop, n)),
+        ("linspace open", lambda start, stop, n: T.linspace(start, stop, n, endpoint=False, axis=-1),
+         lambda start, stop, n: np.linspace(start, stop, n, endpoint=False, axis=-1)),
+        ("linspace step", lambda start, stop, n: T.linspace(0.0, stop, n, retstep=True)[1],
+         lambda start, stop, n: np.linspace(0.0, stop, n, retstep=True)[1]),
+        ("linspace end/steps", lambda start, stop, n: T.linspace(1.0, end=stop, steps=4),
+         lambda start, stop, n: np.linspace(1.0, stop, 4)),
+        ("linspace f32", lambda start, stop, n: T.linspace(0, stop, 7, dtype="float32"),
+         lambda start, stop, n: np.linspace(0, stop, 7, dtype="float32")),
+        ("linspace 1", lambda start, stop, n: T.linspace(2.0, stop, 1),
+         lambda start, stop, n: np.linspace(2.0, stop, 1)),
+        ("logspace", lambda start, stop, n: T.logspace(start, 2.0, n, base=2.0),
+         lambda start, stop, n: np.logspace(start, 2.0, n, base=2.0)),
+        ("logspace open", lambda start, stop, n: T.logspace(0, stop, 5, endpoint=False),
+         lambda start, stop, n: np.logspace(0, stop, 5, endpoint=False)),
+        ("geomspace", lambda start, stop, n: T.geomspace(1, 1000, n), lambda start, stop, n: np.geomspace(1, 1000, n)),
+        ("geomspace neg", lambda start, stop, n: T.geomspace(-2.0, -32.0, 5, endpoint=False),
+         lambda start, stop, n: np.geomspace(-2.0, -32.0, 5, endpoint=False)),
+    ]
+    values = [(reversed_view(np.array([0.5, -1.0, 3.0])), 2.5, 4), (np.array([1.0]), 0.5, 1),
+              (reversed_view(np.array([0.5, 1.0])), -3.0, 0)]
+    run_cases([start, stop, n], cases, values)
+
+
+def test_constructors():
+    """row, col, tensor5-7, their dtype forms and PyTensor's plurals."""
+    assert T.row("r").type.shape == (1, None) and T.col().type.shape == (None, 1)
+    assert T.frow().dtype == "float32" and T.lcol().type.shape == (None, 1) and T.zrow().dtype == "complex128"
+    assert T.tensor5().ndim == 5 and T.itensor6().dtype == "int32" and T.dtensor7("x").ndim == 7
+    with pytest.raises(ValueError):
+        T.row(shape=(2, None))
+    x, y = T.dmatrices("x", "y")
+    assert (x.name, y.name, x.dtype) == ("x", "y", "float64")
+    assert [v.name for v in T.fvectors("ab")] == ["a", "b"]          # PyTensor: one variable per character
+    assert [v.name for v in T.lscalars("i, j k")] == ["i", "j", "k"]  # names separated by commas/spaces
+    assert T.matrices("z").name == "z"                               # one name: one variable
+    three = T.tensor5s(3)
+    assert len(three) == 3 and all(v.ndim == 5 and v.name is None for v in three)
+    assert T.drows(2)[0].type.shape == (1, None) and T.icols("c").dtype == "int32"
+
+
+def test_construct_grads():
+    """One verify_grad under the C linker through the differentiable construction functions."""
+    def fun(m, v, val):
+        parts = [T.diag(v), T.diag(v, -2), T.diag(m), T.diagonal(m, 1), T.trace(m, -1), T.tril(m), T.triu(m, 1),
+                 T.outer(v, m), T.fill_diagonal(m, val.sum()), T.full_like(m, 2.0) * m, T.eye(3, 4) * m]
+        return T.concatenate([p.flatten() for p in parts])
+
+    rng = np.random.default_rng(2)
+    verify_grad(fun, [rng.standard_normal((3, 4)), rng.standard_normal(3), rng.standard_normal(2)],
+                mode=Mode(linker="c"))
