@@ -51,6 +51,8 @@ SANITIZE = OP_MATRIX + (
     "tests/export/test_hostile_names.py", "tests/linkers/test_node_dedup.py",
     "tests/compile/test_profile.py", "tests/tensor/test_threads_c.py", "tests/export/test_export_threads.py",
     "tests/tensor/test_advanced_indexing.py", "tests/scan/test_scan_c.py", "tests/linkers/test_build_parts.py",
+    "tests/tensor/test_sort.py", "tests/tensor/test_extra_ops.py", "tests/tensor/test_layout.py",
+    "tests/tensor/test_elemwise_breadth.py",
 )
 
 

@@ -209,6 +209,72 @@ class _TensorOperators:
     def clip(self, a_min, a_max):
         return _m().clip(self, a_min, a_max)
 
+    # the methods of PyTensor's TensorVariable over the functions of ffigraph.tensor (issue 27)
+    def var(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _t().var(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+
+    def std(self, axis=None, ddof=0, keepdims=False, corrected=False):
+        return _t().std(self, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected)
+
+    def ptp(self, axis=None):
+        return _t().ptp(self, axis=axis)
+
+    def cumsum(self, axis=None):
+        return _t().cumsum(self, axis=axis)
+
+    def cumprod(self, axis=None):
+        return _t().cumprod(self, axis=axis)
+
+    def sort(self, axis=-1, kind="quicksort", order=None):
+        return _t().sort(self, axis=axis, kind=kind, order=order)
+
+    def argsort(self, axis=-1, kind="quicksort", order=None):
+        return _t().argsort(self, axis=axis, kind=kind, order=order)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return _t().searchsorted(self, v, side=side, sorter=sorter)
+
+    def squeeze(self, axis=None):
+        return _t().squeeze(self, axis=axis)
+
+    def swapaxes(self, axis1, axis2):
+        return _t().swapaxes(self, axis1, axis2)
+
+    def repeat(self, repeats, axis=None):
+        return _t().repeat(self, repeats, axis=axis)
+
+    def take(self, indices, axis=None, mode="raise"):
+        return _t().take(self, indices, axis=axis, mode=mode)
+
+    def nonzero(self, return_matrix=False):
+        """The indices of the non-zero elements: a tuple of vectors, one per axis, or (with
+        ``return_matrix``) one matrix of them, a row per axis, as PyTensor's."""
+        indices = _t().nonzero(self)
+        return _t().stack(list(indices)) if return_matrix else indices
+
+    def nonzero_values(self):
+        return self.flatten()[_t().flatnonzero(self)]
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _t().diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
+
+    def trace(self):
+        return _t().trace(self)
+
+    def round(self, mode=None):
+        """Round to integral values: ``mode`` "half_to_even" (numpy's, the default) or
+        "half_away_from_zero"."""
+        if mode in (None, "half_to_even"):
+            return _t().round_half_to_even(self)
+        if mode == "half_away_from_zero":
+            return _t().round_half_away_from_zero(self)
+        raise ValueError("round: mode must be 'half_to_even' or 'half_away_from_zero', got %r" % (mode,))
+
+    def conj(self):
+        return _t().conj(self)
+
+    conjugate = conj
+
     def copy(self, name=None):
         from ffigraph.tensor.generic_ops import deep_copy_op
 
@@ -257,6 +323,12 @@ def _b():
     from ffigraph.tensor import basic
 
     return basic
+
+
+def _t():
+    import ffigraph.tensor
+
+    return ffigraph.tensor
 
 
 def _shape():
