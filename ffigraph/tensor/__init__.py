@@ -15,7 +15,7 @@ from ffigraph.tensor import nnet, special  # noqa: E402,F401  (T.special.softmax
 from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)
 
 __all__ = list(_basic_all) + list(_math_all) + [
-    "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES", "TensorType",
+    "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES",
     "IncSubtensor", "inc_subtensor", "set_subtensor", "AdvancedSubtensor1", "AdvancedSubtensor",
     "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
     "grad", "jacobian", "hessian",
@@ -33,3 +33,6 @@ from ffigraph.tensor.construct import __all__ as _construct_all  # noqa: E402
 from ffigraph.tensor.layout import *  # noqa: F401,F403,E402
 from ffigraph.tensor.layout import __all__ as _layout_all  # noqa: E402
 __all__ += list(_construct_all) + list(_layout_all)
+from ffigraph.tensor.aliases import *  # noqa: F401,F403,E402  (PyTensor's other names: square, expit, pi, ...)
+from ffigraph.tensor.aliases import __all__ as _aliases_all  # noqa: E402
+__all__ += list(_aliases_all)
