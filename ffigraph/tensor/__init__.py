@@ -36,3 +36,6 @@ __all__ += list(_construct_all) + list(_layout_all)
 from ffigraph.tensor.aliases import *  # noqa: F401,F403,E402  (PyTensor's other names: square, expit, pi, ...)
 from ffigraph.tensor.aliases import __all__ as _aliases_all  # noqa: E402
 __all__ += list(_aliases_all)
+from ffigraph.tensor.products import *  # noqa: F401,F403,E402  (issue 27: matmul, tensordot, ...)
+from ffigraph.tensor.products import __all__ as _products_all  # noqa: E402
+__all__ += list(_products_all)

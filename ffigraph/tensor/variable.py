@@ -201,10 +201,14 @@ class _TensorOperators:
         return _m().dot(self, other)
 
     def __matmul__(self, other):
-        return _m().dot(self, other)
+        from ffigraph.tensor.products import matmul   # NumPy's @: batch axes broadcast, 1-d promoted
+
+        return matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _m().dot(other, self)
+        from ffigraph.tensor.products import matmul
+
+        return matmul(other, self)
 
     def clip(self, a_min, a_max):
         return _m().clip(self, a_min, a_max)
