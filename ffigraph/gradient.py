@@ -1,4 +1,6 @@
-"""Reverse-mode differentiation: ``grad``, ``jacobian``, ``hessian`` and ``verify_grad``.
+"""Reverse-mode differentiation: ``grad``, ``Lop``, ``Rop``, ``jacobian``, ``hessian``, the
+gradient-changing identities (``zero_grad``, ``disconnected_grad``, ``grad_clip``, ...) and
+``verify_grad``.
 
 ``grad`` walks the graph from the cost back to the variables asked for,
 calling each op's ``L_op(inputs, outputs, output_grads)``; it lives in
@@ -12,12 +14,17 @@ import numpy as np
 
 from ffigraph.compile.function import function
 from ffigraph.tensor.basic import tensor
-from ffigraph.tensor.gradient import (DisconnectedInputError, DisconnectedType, NullType,  # noqa: F401
-                                      NullTypeGradError, disconnected_type, grad, grad_not_implemented,
-                                      grad_undefined, hessian, jacobian)
+from ffigraph.tensor.gradient import (DisconnectedInputError, DisconnectedType, Lop, NullType,  # noqa: F401
+                                      NullTypeGradError, Rop, consider_constant, disconnected_grad,
+                                      disconnected_type, grad, grad_clip, grad_not_implemented, grad_scale,
+                                      grad_undefined, hessian, jacobian, undefined_grad, zero_grad)
+from ffigraph.tensor.grad_ops import (ConsiderConstant, DisconnectedGrad, GradClip, GradScale,  # noqa: F401
+                                      UndefinedGrad, ZeroGrad)
 from ffigraph.tensor.math import sum as tsum
 
-__all__ = ["grad", "jacobian", "hessian", "verify_grad", "disconnected_type", "grad_undefined",
+__all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "zero_grad", "disconnected_grad",
+           "undefined_grad", "consider_constant", "grad_clip", "grad_scale", "ZeroGrad", "DisconnectedGrad",
+           "UndefinedGrad", "ConsiderConstant", "GradClip", "GradScale", "disconnected_type", "grad_undefined",
            "grad_not_implemented", "DisconnectedType", "NullType", "DisconnectedInputError",
            "NullTypeGradError", "GradientError"]
 

@@ -1,4 +1,6 @@
-"""Reverse-mode differentiation: ``grad``, ``jacobian`` and ``hessian`` (public home: ``ffigraph.gradient``).
+"""Reverse-mode differentiation: ``grad``, ``Lop``, ``Rop``, ``jacobian``, ``hessian`` and the
+gradient-changing identities (``zero_grad``, ``disconnected_grad``, ``grad_clip``, ...); their public
+home is ``ffigraph.gradient``.
 
 They live in the tensor layer, because they build tensor graphs and ``T.grad``
 is part of the tensor namespace; ``verify_grad``, which compiles functions, is
@@ -25,10 +27,13 @@ import numpy as np
 
 from ffigraph.graph.basic import Variable
 from ffigraph.graph.type import Type
-from ffigraph.graph.basic import io_toposort
+from ffigraph.graph.basic import ancestors, clone_replace, io_toposort
+from ffigraph.tensor.grad_ops import (GradClip, GradScale, consider_constant_, disconnected_grad_, undefined_grad_,
+                                      zero_grad_)
 
-__all__ = ["grad", "jacobian", "hessian", "disconnected_type", "grad_undefined", "grad_not_implemented",
-           "DisconnectedType", "NullType", "DisconnectedInputError", "NullTypeGradError"]
+__all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "zero_grad", "disconnected_grad", "undefined_grad",
+           "consider_constant", "grad_clip", "grad_scale", "disconnected_type", "grad_undefined",
+           "grad_not_implemented", "DisconnectedType", "NullType", "DisconnectedInputError", "NullTypeGradError"]
 
 
 # ------------------------------------------------------------------ marker types
@@ -350,6 +355,208 @@ def _zeros_for(w, zeros_like, config):
     return zeros_like(w, dtype=dtype)
 
 
+# ------------------------------------------------------------------ Lop and Rop
+
+
+def _variables(name, values):
+    """``values`` (a variable or a list/tuple of them) as a list of tensor variables."""
+    from ffigraph.tensor.basic import as_tensor_variable
+
+    items = list(values) if isinstance(values, (list, tuple)) else [values]
+    for i, v in enumerate(items):
+        if v is None:
+            raise TypeError("%s[%d] is None; give a symbolic variable" % (name, i))
+    return [v if isinstance(v, Variable) else as_tensor_variable(v) for v in items]
+
+
+def _like(template, results):
+    """``results`` in the container ``template`` came in (PyTensor's ``as_list_or_tuple``)."""
+    if isinstance(template, list):
+        return list(results)
+    if isinstance(template, tuple):
+        return tuple(results)
+    return results[0]
+
+
+def _known(variables, gradients):
+    """{variable: gradient}, adding up the gradients of a variable named twice."""
+    known = {}
+    for v, g in zip(variables, gradients):
+        known[v] = g if v not in known else known[v] + g
+    return known
+
+
+def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise", return_disconnected="zero"):
+    """The L-operator: ``eval_points`` (one per element of ``f``) times the Jacobian of ``f``
+    w.r.t. ``wrt``, i.e. ``L[j] = sum_i eval_points[i] . d f[i] / d wrt[j]`` (a vector-Jacobian
+    product), computed by ``grad`` started from the given output gradients.
+
+    ``consider_constant``, ``disconnected_inputs`` and ``return_disconnected`` (a keyword of
+    recent PyTensor versions) are ``grad``'s. The result is a variable, or a list/tuple like ``wrt``.
+    """
+    f_list, points = _variables("f", f), _variables("eval_points", eval_points)
+    if len(f_list) != len(points):
+        raise ValueError("Lop: f has %d variables but eval_points %d" % (len(f_list), len(points)))
+    result = grad(None, _variables("wrt", wrt), consider_constant=consider_constant,
+                  disconnected_inputs=disconnected_inputs, known_grads=_known(f_list, points),
+                  return_disconnected=return_disconnected)
+    return _like(wrt, result)
+
+
+def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="zero",
+        use_op_rop_implementation=False):
+    """The R-operator: the Jacobian of ``f`` w.r.t. ``wrt`` times ``eval_points`` (one per element
+    of ``wrt``, of its shape), i.e. ``R[i] = sum_j d f[i] / d wrt[j] . eval_points[j]`` (a
+    Jacobian-vector product, forward mode).
+
+    By default it is computed as PyTensor does, with two L-operators: ``g = Lop(f, wrt, u)`` is
+    linear in placeholder output gradients ``u``, and ``Lop(g, u, eval_points)`` is the R-operator;
+    so every op with a gradient supports it. ``use_op_rop_implementation=True`` walks the graph
+    forward calling each op's ``R_op`` instead; a node whose op has none falls back to the two
+    L-operators for that node alone.
+
+    disconnected_outputs: 'raise' (``DisconnectedInputError``), 'warn' or 'ignore' when an
+        element of ``f`` does not depend on ``wrt``.
+    return_disconnected: what such an element gets: 'zero' (zeros like it), 'none' or
+        'disconnected' (a DisconnectedType variable).
+    The result is a variable, or a list/tuple like ``f``.
+    """
+    _check_choice("disconnected_outputs", disconnected_outputs, ("raise", "warn", "ignore"))
+    _check_choice("return_disconnected", return_disconnected, ("zero", "none", "disconnected"))
+    f_list, wrt_list = _variables("f", f), _variables("wrt", wrt)
+    points = _variables("eval_points", eval_points)
+    if len(wrt_list) != len(points):
+        raise ValueError("Rop: wrt has %d variables but eval_points %d" % (len(wrt_list), len(points)))
+    for i, (w, p) in enumerate(zip(wrt_list, points)):
+        if getattr(w.type, "ndim", None) != getattr(p.type, "ndim", None):
+            raise ValueError("Rop: wrt[%d] (%s) has %s dimensions but its eval point %s has %s"
+                             % (i, w, getattr(w.type, "ndim", "no"), p, getattr(p.type, "ndim", "no")))
+    if use_op_rop_implementation:
+        tangents = _rop_by_r_op(f_list, wrt_list, points)
+    else:
+        tangents = _rop_by_double_lop(f_list, wrt_list, points)
+    results = [_rop_result(out, t, disconnected_outputs, return_disconnected) for out, t in zip(f_list, tangents)]
+    return _like(f, results)
+
+
+def _rop_result(out, tangent, disconnected_outputs, return_disconnected):
+    from ffigraph.tensor.basic import zeros_like
+
+    if tangent is not None:
+        return tangent
+    message = ("Rop: the output %s does not depend on any variable of wrt (or only through shapes, "
+               "indices or non-differentiable ops)" % (out,))
+    if disconnected_outputs == "raise":
+        raise DisconnectedInputError(message + "; pass disconnected_outputs='ignore' or 'warn' to get "
+                                     "zeros instead")
+    if disconnected_outputs == "warn":
+        warnings.warn(message, stacklevel=3)
+    if return_disconnected == "none":
+        return None
+    if return_disconnected == "disconnected":
+        return disconnected_type()
+    return zeros_like(out)
+
+
+def _rop_by_double_lop(f_list, wrt_list, points):
+    """Per element of ``f_list``, J . points (None where it does not depend on ``wrt_list``)."""
+    from ffigraph.config import config
+    from ffigraph.tensor.basic import tensor, zeros_like
+
+    # placeholder output gradients; gradients are float even for an int output
+    u = [tensor(out.type.dtype if _carries_gradient(out) else config.floatX, out.type.shape,
+                name="rop_cotangent") for out in f_list]
+    firsts = grad(None, wrt_list, known_grads=_known(f_list, u), disconnected_inputs="ignore",
+                  return_disconnected="disconnected")
+    pairs = [(g, p) for g, p in zip(firsts, points) if not _is_disconnected(g)]
+    if not pairs:
+        return [None] * len(f_list)
+    seconds = grad(None, u, known_grads=_known(*zip(*pairs)), disconnected_inputs="ignore",
+                   return_disconnected="disconnected")
+    tangents = [None if _is_disconnected(t) else t for t in seconds]
+    # the result is linear in ``u``, so its values never depend on it, but its graph still may (a
+    # ``zeros_like(u)`` made by some L_op reads u's shape): give u the shape it stands for
+    kept = [t for t in tangents if t is not None]
+    used = set(ancestors(kept)) & set(u)
+    if used:
+        replaced = iter(clone_replace(kept, {v: zeros_like(out, dtype=v.type.dtype)
+                                             for v, out in zip(u, f_list) if v in used}))
+        tangents = [None if t is None else next(replaced) for t in tangents]
+    return tangents
+
+
+def _rop_by_r_op(f_list, wrt_list, points):
+    """The R-operator walking the graph forward with each op's ``R_op`` (PyTensor's legacy way)."""
+    from ffigraph.tensor.basic import zeros_like
+
+    tangent = {}
+    for w, p in zip(wrt_list, points):
+        tangent[w] = p if tangent.get(w) is None else tangent[w] + p
+    for node in io_toposort(list(wrt_list), f_list):
+        if not any(i in tangent for i in node.inputs):
+            continue  # independent of wrt: its outputs' tangents are zero
+        # inputs that do not depend on wrt get zero tangents (None for non-float ones, as in PyTensor)
+        node_points = [tangent[i] if i in tangent else (zeros_like(i) if _carries_gradient(i) else None)
+                       for i in node.inputs]
+        try:
+            out_points = list(node.op.R_op(list(node.inputs), node_points))
+        except NotImplementedError:
+            differentiable = [k for k, i in enumerate(node.inputs) if i in tangent]
+            out_points = _rop_by_double_lop(list(node.outputs), [node.inputs[k] for k in differentiable],
+                                            [node_points[k] for k in differentiable])
+        if len(out_points) != len(node.outputs):
+            raise ValueError("Rop: %s.R_op returned %d tangents for %d outputs"
+                             % (node.op, len(out_points), len(node.outputs)))
+        for out, t in zip(node.outputs, out_points):
+            if t is not None and not _is_disconnected(t):
+                tangent[out] = t
+    return [tangent.get(out) for out in f_list]
+
+
+# ------------------------------------------------------------------ gradient-changing identities
+
+
+def _tensor(x):
+    from ffigraph.tensor.basic import as_tensor_variable
+
+    return x if isinstance(x, Variable) else as_tensor_variable(x)
+
+
+def zero_grad(x):
+    """``x`` (a view, no copy) whose gradient is zeros: ``grad`` still sees the path (no
+    disconnected-input error), but nothing flows back through it."""
+    return zero_grad_(_tensor(x))
+
+
+def disconnected_grad(x):
+    """``x`` (a view, no copy) that ``grad`` treats as disconnected: no gradient flows back, and a
+    variable reached only through it is a disconnected input (``disconnected_inputs`` says what
+    happens). Cheaper than ``zero_grad``: the graph behind it is not differentiated at all."""
+    return disconnected_grad_(_tensor(x))
+
+
+def undefined_grad(x):
+    """``x`` (a view, no copy) whose gradient is undefined: ``grad`` through it raises
+    ``NullTypeGradError`` (or returns a NullType variable with ``null_gradients='return'``)."""
+    return undefined_grad_(_tensor(x))
+
+
+def consider_constant(x):
+    """``x`` (a view, no copy) considered a constant by ``grad``: its gradient is zeros (Theano's
+    deprecated helper; ``zero_grad`` and ``disconnected_grad`` say which behaviour is meant)."""
+    return consider_constant_(_tensor(x))
+
+
+def grad_clip(x, lower_bound, upper_bound):
+    """``x`` (a view, no copy) whose gradient is clipped elementwise to ``[lower_bound, upper_bound]``."""
+    return GradClip(lower_bound, upper_bound)(_tensor(x))
+
+
+def grad_scale(x, multiplier):
+    """``x`` (a view, no copy) whose gradient is multiplied by ``multiplier`` (-1 reverses it)."""
+    return GradScale(multiplier)(_tensor(x))
+
+
 # ------------------------------------------------------------------ jacobian and hessian
 
 
@@ -387,15 +594,22 @@ def _rows_by_scan(expression, wrt_list, consider_constant, disconnected_inputs):
             for r, w in zip(rows[:n], wrt_list)]
 
 
-def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise"):
+def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise", vectorize=False):
     """d expression[i] / d wrt for a 0-d or 1-d ``expression``: one gradient per element.
 
     Returns a variable of shape ``expression.shape + wrt.shape`` (a list of
     them when ``wrt`` is a list). With a static length, one gradient graph per
     element; otherwise a ``scan`` over the elements.
+
+    vectorize: PyTensor's switch between a loop over the rows (False) and one batched graph
+        (True, built by its ``vectorize_graph``). ffigraph has no graph vectorizer, so both
+        compute the same thing the way above (the value is the same; only PyTensor's graph and
+        speed differ).
     """
     from ffigraph.tensor.basic import as_tensor_variable, stack
 
+    if not isinstance(vectorize, bool):
+        raise TypeError("jacobian: vectorize must be True or False, got %r" % (vectorize,))
     expression = as_tensor_variable(expression)
     single = not isinstance(wrt, (list, tuple))
     wrt_list = [wrt] if single else list(wrt)
@@ -432,8 +646,8 @@ def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
         if w.type.ndim != 1:
             raise TypeError("hessian: %s must be a vector (1-d), it has %d dimensions" % (w, w.type.ndim))
         g = grad(cost, w, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs)
-        result.append(jacobian(g, w, consider_constant=consider_constant,
-                               disconnected_inputs=disconnected_inputs))
+        # the gradient may no longer depend on w (a cost linear in w): zeros, not an error (PyTensor)
+        result.append(jacobian(g, w, consider_constant=consider_constant, disconnected_inputs="ignore"))
     return result[0] if single else result
 
 
