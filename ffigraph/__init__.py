@@ -8,10 +8,12 @@ import logging
 from ffigraph.config import config
 from ffigraph.compile import DebugMode, In, Mode, MonitorMode, NanGuardMode, Out, function, shared
 from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
-from ffigraph.gradient import grad, hessian, jacobian, verify_grad
+from ffigraph.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad
 # the subpackages users reach as attributes (``ffigraph.tensor.dvector``, ``ffigraph.printing.debugprint``);
 # last, since they build on the layers above (tensor, then printing, which may name tensor ops)
 from ffigraph import tensor, printing  # noqa: E402,F401
+# PyTensor's ``pytensor.pp``/``pytensor.pprint``: the infix printer
+from ffigraph.printing import pp, pprint  # noqa: E402
 # ``ffigraph.ifelse`` is PyTensor's module path (``from pytensor.ifelse import ifelse``)
 from ffigraph import ifelse  # noqa: E402,F401
 # the export layer plugs f.export() into the compile layer when imported
@@ -53,8 +55,10 @@ logging.getLogger("ffigraph").addHandler(logging.NullHandler())
 __version__ = "0.1.0"
 
 __all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode",
-           "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "grad", "jacobian", "hessian", "verify_grad",
-           "RandomStream", "RandomStreams", "MRG_RandomStreams", "scan", "foldl", "foldr", "__version__"]
+           "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "grad", "Lop", "Rop", "jacobian", "hessian",
+           "verify_grad",
+           "RandomStream", "RandomStreams", "MRG_RandomStreams", "scan", "foldl", "foldr", "pp", "pprint",
+           "__version__"]
 
 # jacobian and hessian (tensor layer) loop over an expression of non-static length with scan, which sits
 # above them: the root hands it down.

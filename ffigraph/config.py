@@ -254,5 +254,10 @@ class Config:
     def describe(self) -> str:
         return "\n".join("%s = %r  # %s" % (k, getattr(self, k), _SPEC[k][2]) for k in _SPEC)
 
+    def __str__(self) -> str:
+        """Every setting as ``print(pytensor.config)`` shows it: one block per key, its name, doc and
+        current value (``describe()`` is the one-line-per-key form that cache keys hash)."""
+        return "".join("%s\n    Doc:  %s\n    Value:  %s\n\n" % (k, _SPEC[k][2], getattr(self, k)) for k in _SPEC)
+
 
 config = Config(os.environ.get(ENV_VAR, ""))

@@ -21,7 +21,9 @@ from ffigraph.tensor.generic_ops import deep_copy_op
 from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
     recording_compile_times
 from ffigraph.compile.sharedvalue import SharedVariable
-from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs, set_function_builder
+from ffigraph.linkers.basic import Container
+from ffigraph.graph.basic import Constant, Variable, clone_get_equiv, clone_replace, graph_inputs, \
+    set_function_builder
 from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph, MissingInputError
 
@@ -68,17 +70,25 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
     skip_defaults = _normalise_no_default_updates(no_default_updates)
     out_vars = [o.variable for o in outs]
     upd_values = [v for _, v in upd]
+    # In(x, value=..., update=...): the function keeps x's new value; computed as outputs after the
+    # shared variables' updates
+    in_upd = _normalise_input_updates(ins)
+    in_upd_values = [v for _, v in in_upd]
     given_pairs = _normalise_givens(givens) if givens else []
     if given_pairs:
-        replaced = clone_replace(out_vars + upd_values, given_pairs)
-        out_vars, upd_values = replaced[:len(out_vars)], replaced[len(out_vars):]
+        replaced = clone_replace(out_vars + upd_values + in_upd_values, given_pairs)
+        n_out, n_upd = len(out_vars), len(upd_values)
+        out_vars, upd_values = replaced[:n_out], replaced[n_out:n_out + n_upd]
+        in_upd_values = replaced[n_out + n_upd:]
     if skip_defaults is not True:
-        upd += _default_updates(out_vars + upd_values, [s for s, _ in upd], skip_defaults, given_pairs)
+        upd += _default_updates(out_vars + upd_values + in_upd_values, [s for s, _ in upd], skip_defaults,
+                                given_pairs)
         upd_values += [v for _, v in upd[len(upd_values):]]
 
-    shared_vars = _implicit_shared(out_vars + upd_values, [s for s, _ in upd])
-    _check_inputs_cover_graph(ins, shared_vars, out_vars + upd_values, on_unused_input)
-    fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, out_vars + upd_values)
+    computed = out_vars + upd_values + in_upd_values
+    shared_vars = _implicit_shared(computed, [s for s, _ in upd])
+    _check_inputs_cover_graph(ins, shared_vars, computed, on_unused_input)
+    fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, computed)
     fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
     with compile_phase("rewrite"):
@@ -86,25 +96,35 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
         _prepare_inner_graphs(fgraph, mode)
         # a function owns its shared variables' storage: to the aliasing rule they are lent inputs,
         # as PyTensor's implicit In(shared, borrow=True)
-        _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * len(upd),
+        _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * (len(upd) + len(in_upd)),
                          [spec.borrow for spec in ins] + [True] * len(shared_vars))
     fgraph.update_slots = list(range(len(outs), len(outs) + len(upd)))
+    first = len(outs) + len(upd)
+    return _link(name, ins, outs, single, fgraph, mode, shared_vars, [shared_vars.index(s) for s, _ in upd],
+                 [(pos, first + k) for k, (pos, _) in enumerate(in_upd)], trust_input, profile)
+
+
+def _link(name, ins, outs, single, fgraph, mode, shared_vars, update_targets, input_updates, trust_input, profile,
+          default_cells=None):
+    """Link a rewritten graph with ``mode``'s linker and wrap it in a Function (``function`` and
+    ``Function.copy``). A C library built before is loaded from the process's memo or the cache."""
     linker = mode.new_linker().accept(fgraph)
     if profile:
         linker.profile = True
     input_cells = [[None] for _ in ins] + [s.container.storage for s in shared_vars]
     thunk, in_cells, out_cells = linker.make_thunk(input_storage=input_cells)
-    update_targets = [shared_vars.index(s) for s, _ in upd]
     f = (ProfiledFunction if profile else Function)(
         name=name, inputs=ins, outputs=outs, single=single, fgraph=fgraph, mode=mode, linker=linker,
         thunk=thunk, input_cells=in_cells[:len(ins)], output_cells=out_cells,
         shared=shared_vars, update_targets=update_targets, trust_input=trust_input,
+        input_updates=input_updates, default_cells=default_cells,
     )
     if profile:
         f.profile.attach(getattr(thunk, "nodes", None) or fgraph.toposort(),
                          [how for _, how in linker.describe_nodes()], getattr(thunk, "profile_recorder", None),
                          _linker_label(linker))
     if getattr(linker, "c_callable", False):  # Theano's CLinker(c_callable=True): export as it compiles
+        f._check_exportable()
         thunk.filename = _exporter("export_to_cache")(f, linker.export_dir).directory
     return f
 
@@ -216,6 +236,23 @@ def _normalise_updates(updates):
                             "(cast it, e.g. with ffigraph.tensor.cast)" % (target, value, value.type, target.type))
         out.append((target, converted))
     return out
+
+
+def _normalise_input_updates(ins):
+    """(position, update expression) for each In with an update, its type checked against the input's."""
+    found = []
+    for pos, spec in enumerate(ins):
+        if spec.update is None:
+            continue
+        value = spec.update
+        if not isinstance(value, Variable):
+            value = _as_variable(value, "update of input %d (%s)" % (pos, spec.variable))
+        converted = spec.variable.type.convert_variable(value)
+        if converted is None:
+            raise TypeError("update of input %d (%s): new value %s has type %s, expected %s (cast it)"
+                            % (pos, spec.variable, value, value.type, spec.variable.type))
+        found.append((pos, converted))
+    return found
 
 
 def _normalise_no_default_updates(value):
@@ -375,7 +412,11 @@ class Function:
     """A compiled graph. Call it with the inputs' values (by position or by name)."""
 
     def __init__(self, name, inputs, outputs, single, fgraph, mode, linker, thunk, input_cells,
-                 output_cells, shared, update_targets, trust_input):
+                 output_cells, shared, update_targets, trust_input, input_updates=(), default_cells=None,
+                 lock=None):
+        """``input_updates``: (input position, output index) per In with an update. ``default_cells``:
+        the cell holding each input's stored value (None: no value), made from the In specs when not
+        given. ``lock``: the call lock of a function whose compiled state this one shares (copy)."""
         self.name = name
         self.maker = FunctionMaker(fgraph, mode, linker, inputs, outputs)
         self._single = single
@@ -391,17 +432,26 @@ class Function:
         for pos, spec in enumerate(inputs):
             if spec.name is not None:
                 self._names.setdefault(spec.name, pos)
-        self._defaults = [spec.value if spec.has_default else _MISSING for spec in inputs]
+        # one cell per input with a value (a Container's own storage): In(update=...) replaces its content
+        self._default_cells = list(default_cells) if default_cells is not None else \
+            [_default_cell(spec) for spec in inputs]
+        self._state_outs = [(self._default_cells[pos], j) for pos, j in input_updates]
+        self._input_updates = list(input_updates)
+        self._implicit = [pos for pos, spec in enumerate(inputs) if spec.implicit]
+        self._shared_vars = list(shared)
         # A linker that can take values directly (the whole-graph C linker) skips the cells.
         self._direct = getattr(linker, "direct_call", None)
         self._shared_cells = [s.container.storage for s in shared]
         self._update_cells = [shared[t].container.storage for t in update_targets]
         self._update_targets = list(update_targets)
         self._n_inputs = len(inputs)
+        # what a call of all the inputs by position may skip: no shared values, no kept state
+        self._plain = not shared and not input_updates and not self._implicit
         self.trust_input = trust_input
         self.profile = None   # a ProfiledFunction's ProfileStats
-        # one call at a time per function; updated shared variables locked in one global order
-        self._lock = OwnedLock(self._label())
+        # one call at a time per function (and its copies that share its compiled state); updated
+        # shared variables locked in one global order
+        self._lock = lock if lock is not None else OwnedLock(self._label())
         locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
         self._update_locks = sorted(locks.values(), key=lambda lock: lock.serial)
         self._arity_call = getattr(linker, "arity_call", None)
@@ -414,7 +464,7 @@ class Function:
     @trust_input.setter
     def trust_input(self, value):
         self._trust_input = bool(value)
-        self._trusted_plain = self._trust_input and not getattr(self, "_shared_cells", True)
+        self._trusted_plain = self._trust_input and getattr(self, "_plain", False)
         if hasattr(self, "_entry"):
             self._install_entry()
 
@@ -444,8 +494,8 @@ class Function:
         call (``CallBlock.arity_call``), and the updates stored. ``trust_input=True`` drops the
         checks (an input that is the very array passed last call is not read again). Calls with
         keywords, defaults or another number of arguments go on to ``_call_generic``."""
-        if self._arity_call is None:
-            return None
+        if self._arity_call is None or self._state_outs or self._implicit:
+            return None   # (kept input state and implicit inputs take the generic path)
         n_in, n_out = self._n_inputs, self._n_outputs
         namespace = dict(acquire=self._lock.lock.acquire, release=self._lock.lock.release, owned=self._lock,
                          wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one,
@@ -487,6 +537,136 @@ class Function:
                      after=after, result=result, exit=leave, namespace=namespace)
         return self._arity_call(guard, trust_same=self._trust_input)
 
+    # ---- kept input values (In(value=..., update=...)) and copies
+
+    def _input_position(self, key):
+        """The position of the input named by ``key``: its variable, its name or its position."""
+        if isinstance(key, int) and not isinstance(key, bool):
+            if 0 <= key < len(self._specs):
+                return key
+        elif isinstance(key, str):
+            if key in self._names:
+                return self._names[key]
+        else:
+            for pos, spec in enumerate(self._specs):
+                if spec.variable is key:
+                    return pos
+        raise KeyError("%s has no input %r (inputs: %s)"
+                       % (self._label(), key, ", ".join(str(s.name or s.variable) for s in self._specs) or "none"))
+
+    def _value_cell(self, key):
+        pos = self._input_position(key)
+        cell = self._default_cells[pos]
+        if cell is None:
+            raise KeyError("%s: input %s has no stored value (give it one with In(..., value=...))"
+                           % (self._label(), self._describe_input(pos)))
+        return pos, cell
+
+    def __getitem__(self, key):
+        """PyTensor's ``f[x]``: the value the function keeps for input ``x`` (variable, name or
+        position), which In(..., update=...) replaces after each call."""
+        return self._value_cell(key)[1][0]
+
+    def __setitem__(self, key, value):
+        """``f[x] = v``: set the value kept for input ``x`` (filtered to its type); it sticks."""
+        pos, cell = self._value_cell(key)
+        cell[0] = self._filter_one(pos, value)
+
+    def __contains__(self, key):
+        try:
+            self._value_cell(key)
+        except KeyError:
+            return False
+        return True
+
+    @property
+    def container(self):
+        """PyTensor's ``f.container[x]``: the Container holding input ``x``'s kept value; pass it as
+        another function's ``In(x, value=container)`` to share the state."""
+        return _ContainerView(self)
+
+    def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
+        """A new function computing the same graph, as PyTensor's ``Function.copy``.
+
+        The copy has its own input specs and kept input values: an input whose value is a Container
+        keeps sharing it; a mutable input (one with an update, by default) starts again from its
+        In's value, any other from the original's current value (PyTensor's rules). Shared variables
+        stay the same shared variables, so the copy's updates change them for the original too,
+        unless ``swap`` ({old shared: new shared}, each new one of the same type) replaces them in
+        the copy (only there: the user's graph is untouched; in the copy's rewritten graph the new
+        variable's input keeps the old one's name, so that the compiled library is reused).
+
+        share_memory: True shares the original's compiled state (PyTensor's intermediate storage):
+        the copy runs the same library state and thunk, and the two take turns on one call lock. False
+        gives the copy storage of its own: the rewritten graph is linked again, and a C library built
+        before is reused (loaded once per process, or found in the compile cache), never rebuilt.
+        A swap of a function that runs its graph through storage cells, or a profiled copy or
+        original, links again even when share_memory is True.
+        delete_updates: the copy applies no update (neither shared variables' nor In's). It runs the
+        same compiled graph (so nothing is rebuilt): the update expressions are still computed, and
+        their values dropped.
+        name: defaults to the original's name + " copy" (None when it has none).
+        profile: as ``function(profile=...)``; None follows ``config.profile``.
+        """
+        import copy as _copy
+
+        if not isinstance(share_memory, bool) or not isinstance(delete_updates, bool):
+            raise TypeError("copy(): share_memory and delete_updates must be True or False, got %r and %r"
+                            % (share_memory, delete_updates))
+        if profile is None:
+            profile = config.profile
+        elif not isinstance(profile, bool):
+            raise TypeError("copy(profile=...) must be True, False or None, got %r" % (profile,))
+        swap = self._check_swap(swap)
+        if name is None and self.name:
+            name = self.name + " copy"
+        maker = self.maker
+        specs = [_copy.copy(spec) for spec in maker.inputs]
+        default_cells = [_copied_default_cell(spec, cell) for spec, cell in zip(specs, self._default_cells)]
+        shared = [swap.get(v, v) for v in self._shared_vars]
+        update_targets = [] if delete_updates else self._update_targets
+        input_updates = [] if delete_updates else self._input_updates
+        # a thunk that reads the shared variables through cells was bound to the original's
+        reads_cells = self._direct is None and bool(swap)
+        if share_memory and not reads_cells and not profile and self.profile is None:
+            f = Function(name=name, inputs=specs, outputs=maker.outputs, single=self._single, fgraph=maker.fgraph,
+                         mode=maker.mode, linker=maker.linker, thunk=self._thunk, input_cells=self._input_cells,
+                         output_cells=self._output_cells, shared=shared, update_targets=update_targets,
+                         trust_input=self.trust_input, input_updates=input_updates, default_cells=default_cells,
+                         lock=self._lock)
+            f.maker.compile_times = CompileTimes()
+            return f
+        fgraph = _copy_fgraph(maker.fgraph, len(specs), swap)
+        times = CompileTimes()
+        with recording_compile_times(times):
+            f = _link(name, specs, maker.outputs, self._single, fgraph, maker.mode, shared, update_targets,
+                      input_updates, self.trust_input, profile, default_cells=default_cells)
+        f.maker.compile_times = times
+        if profile:
+            f.profile.compile_times = times
+        return f
+
+    def _check_swap(self, swap):
+        """``swap`` as a dict {shared variable this function reads: one of the same type}."""
+        if swap is None:
+            return {}
+        if not isinstance(swap, dict):
+            raise TypeError("copy(swap=...) must be a dict {old shared variable: new shared variable}, got %r"
+                            % (swap,))
+        for old, new in swap.items():
+            if not isinstance(old, SharedVariable) or not isinstance(new, SharedVariable):
+                raise TypeError("copy(swap=...): %r -> %r: both must be shared variables" % (old, new))
+            if old not in self._shared_vars:
+                raise ValueError("copy(swap=...): shared variable %s is not one that %s reads"
+                                 % (old, self._label()))
+            if new.type != old.type:
+                raise TypeError("copy(swap=...): shared variable %s has type %s, but %s, which it replaces, "
+                                "has type %s" % (new, new.type, old, old.type))
+        after = [swap.get(v, v) for v in self._shared_vars]
+        if len(set(after)) != len(after):
+            raise ValueError("copy(swap=...): a new shared variable is one the copy reads already")
+        return swap
+
     # ---- calling
 
     def __call__(self, *args, **kwargs):
@@ -524,7 +704,7 @@ class Function:
         if self._direct is not None:
             return self._call_direct(args, kwargs)
         try:
-            if self.trust_input and not kwargs:
+            if self.trust_input and not kwargs and not self._implicit:
                 cells = self._input_cells
                 if len(args) != len(cells):
                     raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(cells), len(args)))
@@ -539,6 +719,9 @@ class Function:
         outs = [cell[0] for cell in self._output_cells[:self._n_outputs]]
         for target, source in self._update_pairs:
             target[0] = source[0]
+        out_cells = self._output_cells
+        for cell, j in self._state_outs:
+            cell[0] = out_cells[j][0]
         for cell in self._output_cells:
             cell[0] = None
         if self._single:
@@ -546,7 +729,7 @@ class Function:
         return outs
 
     def _call_direct(self, args, kwargs):
-        if self.trust_input and not kwargs:
+        if self.trust_input and not kwargs and not self._implicit:
             if len(args) != len(self._specs):
                 raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(self._specs), len(args)))
             values = args
@@ -558,13 +741,15 @@ class Function:
         n = self._n_outputs
         for k, cell in enumerate(self._update_cells):
             cell[0] = outs[n + k]
+        for cell, j in self._state_outs:
+            cell[0] = outs[j]
         if self._single:
             return outs[0]
-        return outs[:n] if self._update_cells else outs
+        return outs[:n] if len(outs) != n else outs
 
     def _filtered_values(self, args, kwargs):
         n = len(self._specs)
-        if not kwargs and len(args) == n:
+        if not kwargs and len(args) == n and not self._implicit:
             values = list(args)
         else:
             values = self._bind(args, kwargs)
@@ -594,12 +779,16 @@ class Function:
             if values[pos] is not _MISSING:
                 raise TypeError("%s got input %r twice (by position and by name)" % (self._label(), key))
             values[pos] = value
+        for pos in self._implicit:   # PyTensor's rule: an implicit input's value is the function's
+            if values[pos] is not _MISSING:
+                raise TypeError("%s: input %s is implicit: its value cannot be passed"
+                                % (self._label(), self._describe_input(pos)))
         for pos, value in enumerate(values):
             if value is _MISSING:
-                value = self._defaults[pos]
-                if value is _MISSING:
+                cell = self._default_cells[pos]
+                if cell is None:
                     raise TypeError("%s: missing input %s" % (self._label(), self._describe_input(pos)))
-                values[pos] = value
+                values[pos] = cell[0]
         return values
 
     def _fill_inputs(self, args, kwargs):
@@ -660,7 +849,15 @@ class Function:
         values shipped as ``.npy`` files for the example to use. ``directory`` must be
         new, empty, or an earlier export, which is replaced.
         """
+        self._check_exportable()
         return _exporter("export_function")(self, directory, name=name, example_inputs=example_inputs)
+
+    def _check_exportable(self):
+        # the library's slot map knows shared variables' updates, not values an In(update=) keeps
+        if self._input_updates:
+            raise NotImplementedError("%s keeps input values updated with In(..., update=...), which an "
+                                      "exported library cannot hold; use shared variables and updates="
+                                      % self._label())
 
     def info(self):
         """Which linker ran, and how each node runs."""
@@ -709,6 +906,68 @@ def _library_dir(linker):
     if compiled is None:
         return None
     return os.path.dirname(compiled.library.path)
+
+
+def _default_cell(spec):
+    """The cell of an input's stored value: a Container value's own storage (shared with whoever holds
+    it), else a new cell; None without a value. A value that updates replace is filtered and copied
+    now, since the function may then overwrite it in place (mutable), and the caller's array must not
+    change."""
+    if not spec.has_default:
+        return None
+    value = spec.value
+    if isinstance(value, Container):
+        return value.storage
+    if spec.update is None:
+        return [value]   # (filtered on each call, as any argument)
+    vtype = spec.variable.type
+    filtered = vtype.filter(value, strict=spec.strict, allow_downcast=spec.allow_downcast)
+    copy_value = getattr(vtype, "copy_value", None)
+    return [copy_value(filtered) if copy_value is not None and filtered is value else filtered]
+
+
+def _copied_default_cell(spec, cell):
+    """A copy's cell for an input's stored value (PyTensor's Function.copy): a Container is shared, a
+    mutable input starts again from its In value, any other from the original's current value."""
+    if cell is None or isinstance(spec.value, Container):
+        return cell
+    if spec.mutable:
+        return _default_cell(spec)
+    return [cell[0]]
+
+
+def _copy_fgraph(fgraph, n_inputs, swap):
+    """A private copy of a rewritten graph (the same ops, so the same C library), with each shared
+    variable in ``swap`` replaced by the new one (a clone, as shared graph inputs are). The clone keeps
+    the name of the input it replaces: a C library names its slots after the graph's inputs, so a new
+    name would be a new library to build."""
+    memo = {}
+    for var in fgraph.inputs[n_inputs:]:
+        for old, new in swap.items():
+            if var.container is old.container:
+                memo[var] = clone = new.clone()
+                clone.name = var.name
+    equiv = clone_get_equiv(fgraph.inputs, fgraph.outputs, copy_inputs=True, memo=memo)
+    copied = FunctionGraph([equiv[v] for v in fgraph.inputs], [equiv[v] for v in fgraph.outputs], clone=False)
+    copied.mutable_inputs = {equiv[v] for v in getattr(fgraph, "mutable_inputs", ())}
+    copied.update_slots = list(getattr(fgraph, "update_slots", ()))
+    return copied
+
+
+class _ContainerView:
+    """``f.container[x]``: a Container over the cell that holds input ``x``'s kept value."""
+
+    def __init__(self, function):
+        self._function = function
+
+    def __getitem__(self, key):
+        f = self._function
+        pos, cell = f._value_cell(key)
+        spec = f._specs[pos]
+        if isinstance(spec.value, Container):
+            return spec.value
+        return Container(spec.variable.type, storage=cell, name=spec.name, strict=spec.strict,
+                         allow_downcast=spec.allow_downcast)
 
 
 def _input_filter(spec):

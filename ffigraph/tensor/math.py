@@ -63,6 +63,31 @@ power = globals()["pow"]
 digamma = globals()["psi"]
 
 
+def _nary_elemwise(name, public):
+    """PyTensor's ``add(a, b, c, ...)``/``mul(...)``: any number of inputs, folded left to right over
+    the binary op (numpy's order of evaluation); the fusion rewrite makes the chain one loop. One input
+    is itself, as PyTensor's one-input Elemwise{add} computes."""
+    op = ELEMWISE[name]
+
+    def fn(*args):
+        if not args:
+            raise TypeError("%s needs at least one input" % public)
+        out = args[0]
+        if len(args) == 1:
+            return as_tensor_variable(out)
+        for x in args[1:]:
+            out = op(out, x)
+        return out
+
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = "Elementwise %s of one or more inputs (numpy broadcasting), folded left to right." % name
+    return fn
+
+
+add = _nary_elemwise("add", "add")
+mul = _nary_elemwise("mul", "mul")
+
+
 def logaddexp(*xs):
     """``log(exp(x0) + exp(x1) + ...)`` elementwise, without overflow (numpy's ``logaddexp``, folded
     over the inputs as PyTensor's ``logaddexp(*xs)``)."""
