@@ -75,6 +75,26 @@ def _value_summary(value):
     return text if len(text) <= 40 else text[:37] + "..."
 
 
+def _name_outputs(op, node, name):
+    """``op(..., name=...)``: a string names the output the call returns (the default output, or
+    the only one); a list or tuple names the outputs in order."""
+    if isinstance(name, str):
+        if op.default_output is not None:
+            node.outputs[op.default_output].name = name
+        elif len(node.outputs) == 1:
+            node.outputs[0].name = name
+        else:
+            raise ValueError("%s has %d outputs: name them with a list of %d names, not the string %r"
+                             % (op, len(node.outputs), len(node.outputs), name))
+        return
+    names = list(name)
+    if len(names) != len(node.outputs):
+        raise ValueError("%s has %d outputs but %d names were given: %r"
+                         % (op, len(node.outputs), len(names), names))
+    for out, out_name in zip(node.outputs, names):
+        out.name = out_name
+
+
 class Op(PropsIdentity):
     """Base class of every operation.
 
@@ -93,7 +113,10 @@ class Op(PropsIdentity):
     def make_node(self, *inputs):
         raise NotImplementedError("%s does not implement make_node" % type(self).__name__)
 
-    def __call__(self, *inputs, **kwargs):
+    def __call__(self, *inputs, name=None, return_list=False, **kwargs):
+        """Apply the op to ``inputs`` and return its output variable (or list of them), as
+        PyTensor's ``Op.__call__``: ``name`` names the returned output (a list names each output of
+        a multi-output op), ``return_list=True`` always returns a list."""
         limit = config.traceback__limit
         if limit:
             # trace here the nodes make_node makes (Apply leaves them to us): fewer frames to walk
@@ -110,11 +133,16 @@ class Op(PropsIdentity):
                     set_trace(new, trace)
         else:
             node = self.make_node(*inputs, **kwargs)
+        if name is not None:
+            _name_outputs(self, node, name)
         if config.compute_test_value != "off" and user_stack(1, sys._getframe(1)) is not None:
             compute_test_value(node)  # (not for nodes a rewrite makes while compiling, as in PyTensor)
         if self.default_output is not None:
-            return node.outputs[self.default_output]
-        return node.outputs[0] if len(node.outputs) == 1 else node.outputs
+            out = node.outputs[self.default_output]
+            return [out] if return_list else out
+        if return_list or len(node.outputs) != 1:
+            return list(node.outputs)
+        return node.outputs[0]
 
     # so that an op's make_node can call self.add_tag_trace(node), as in Theano
     add_tag_trace = staticmethod(add_tag_trace)

@@ -699,9 +699,10 @@ def take(a, indices, axis=None, mode="raise"):
     return advanced_getitem(a, index)
 
 
-def nonzero(a):
+def nonzero(a, return_matrix=False):
     """``numpy.nonzero``: a tuple of ``a.ndim`` int64 vectors, the indices of the nonzero elements
-    along each axis, in C order."""
+    along each axis, in C order; with ``return_matrix``, PyTensor's one int64 matrix of them, a row
+    per axis."""
     from ffigraph.tensor.basic import alloc, arange
     from ffigraph.tensor.math import neq
     from ffigraph.tensor.shapes import shape_i
@@ -718,6 +719,10 @@ def nonzero(a):
             along = along.dimshuffle(*["x" if j != k else 0 for j in range(a.ndim)])
             along = alloc(along, *sizes)
         out.append(advanced_getitem(along, (mask,)))
+    if return_matrix:
+        from ffigraph.tensor.basic import stack
+
+        return stack(out)
     return tuple(out)
 
 

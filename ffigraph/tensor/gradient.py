@@ -111,7 +111,7 @@ def _is_discrete(v):
 # ------------------------------------------------------------------ grad
 
 
-def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_grads=None,
+def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_names=True, known_grads=None,
          return_disconnected="zero", null_gradients="raise"):
     """Symbolic gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
@@ -119,6 +119,8 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
         (treated as constants).
     disconnected_inputs: 'raise', 'warn' or 'ignore' when an element of
         ``wrt`` does not influence the cost.
+    add_names: name each gradient ``(d<cost.name>/d<wrt.name>)`` when the cost and that
+        variable have names and the gradient has none yet (PyTensor's).
     known_grads: {variable: gradient} to start from, besides (or instead of,
         with ``cost=None``) the cost.
     return_disconnected: 'zero' (zeros like the variable), 'none' or
@@ -141,6 +143,10 @@ def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", known_g
     grads, reached = _backpropagate(seeds, wrt_list, blocked)
     results = [_final_gradient(w, grads, reached, disconnected_inputs, return_disconnected,
                                null_gradients) for w in wrt_list]
+    if add_names and getattr(cost, "name", None):
+        for w, g in zip(wrt_list, results):
+            if w.name and g is not None and g.name is None and g.owner is not None:
+                g.name = "(d%s/d%s)" % (cost.name, w.name)
     return results[0] if single else results
 
 

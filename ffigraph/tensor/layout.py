@@ -219,13 +219,13 @@ class Repeat(DelegatedCOp, Op):
         return [inc_subtensor(region, gz), disconnected_type()]
 
 
-def repeat(x, repeats, axis=None):
+def repeat(a, repeats, axis=None):
     """``numpy.repeat``: each element of ``x`` repeated ``repeats`` times along ``axis`` (of the
     flattened ``x`` when None). ``repeats`` is an int, a list of ints or a symbolic integer
     scalar or vector (one count per element). A negative count raises ValueError."""
     from ffigraph.tensor.shapes import flatten
 
-    x = as_tensor_variable(x)
+    x = as_tensor_variable(a)
     if axis is None:
         x = flatten(x, 1) if x.ndim != 1 else x
         axis = 0
@@ -320,12 +320,15 @@ class Split(DelegatedCOp, Op):
         return "Split{%d, axis=%d}" % (self.len_splits, self.axis)
 
 
-def split(x, splits_size, n_splits, axis=0):
+def split(x, splits_size, n_splits=None, axis=0):
     """Theano/PyTensor's ``split``: the list of the ``n_splits`` pieces of ``x`` along ``axis``
     with lengths ``splits_size`` (a list of ints or symbolic scalars, or an int vector). The
     lengths must add up to the axis length: a ValueError says so at run time otherwise.
+    ``n_splits`` defaults to the length of ``splits_size`` (a vector's must be known statically).
     (A list even for one piece.)"""
     x = as_tensor_variable(x)
+    if n_splits is None:
+        n_splits = _split_count(splits_size)
     if x.ndim == 0:
         raise ValueError("split: cannot split the 0-d %s" % x)
     axis = normalize_axis(_python_int(axis, "split: axis"), x.ndim, "split")
@@ -336,6 +339,17 @@ def split(x, splits_size, n_splits, axis=0):
             splits_size = stack([_int64_scalar(s, "split: a split size") for s in splits_size])
     out = Split(n_splits, axis)(x, splits_size)
     return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def _split_count(splits_size):
+    """How many pieces ``splits_size`` describes: its length, or a vector's static length."""
+    if isinstance(splits_size, (list, tuple)):
+        return len(splits_size)
+    sizes = as_tensor_variable(splits_size)
+    if sizes.ndim != 1 or sizes.type.shape[0] is None:
+        raise ValueError("split: n_splits is needed when splits_size (%s) is not a list or a vector of "
+                         "known length" % sizes)
+    return sizes.type.shape[0]
 
 
 def _python_int(v, what):
@@ -421,9 +435,9 @@ def squeeze(x, axis=None):
     return DimShuffle(x.ndim, [a for a in range(x.ndim) if a not in drop])(x)
 
 
-def swapaxes(x, axis1, axis2):
-    """``x`` with axes ``axis1`` and ``axis2`` exchanged (a view)."""
-    x = as_tensor_variable(x)
+def swapaxes(y, axis1, axis2):
+    """``y`` with axes ``axis1`` and ``axis2`` exchanged (a view)."""
+    x = as_tensor_variable(y)
     a1 = normalize_axis(axis1, x.ndim, "swapaxes")
     a2 = normalize_axis(axis2, x.ndim, "swapaxes")
     order = list(range(x.ndim))
@@ -445,9 +459,9 @@ def moveaxis(a, source, destination):
     return DimShuffle(a.ndim, order)(a)
 
 
-def flip(x, axis=None):
-    """``numpy.flip``: ``x`` reversed along ``axis`` (an int, a tuple, or None for all axes); a view."""
-    x = as_tensor_variable(x)
+def flip(arr, axis=None):
+    """``numpy.flip``: ``arr`` reversed along ``axis`` (an int, a tuple, or None for all axes); a view."""
+    x = as_tensor_variable(arr)
     axes = _axes(axis, x.ndim, "flip")
     if not axes:
         return x
@@ -490,15 +504,15 @@ def _roll_axis(x, shift, axis):
     return concatenate([x[head + (slice(cut, None),)], x[head + (slice(None, cut),)]], axis=axis)
 
 
-def tile(x, reps, ndim=None):
-    """``numpy.tile``: ``x`` repeated ``reps[i]`` times along axis i (ints or symbolic int
-    scalars, or an int vector of static length); ``x`` gets leading axes when ``reps`` is
-    longer, ``reps`` leading ones when shorter. ``ndim`` (PyTensor's), when given, is the
+def tile(A, reps, ndim=None):
+    """``numpy.tile``: ``A`` repeated ``reps[i]`` times along axis i (ints or symbolic int
+    scalars, or an int vector of static length); ``A`` gets leading axes when ``reps`` is
+    longer, ``reps`` leading ones when shorter. ``ndim`` (Theano's), when given, is the
     result's number of dimensions."""
     from ffigraph.tensor.math import mul
     from ffigraph.tensor.shapes import reshape, shape_i
 
-    x = as_tensor_variable(x)
+    x = as_tensor_variable(A)
     reps = _size_list(reps, "tile")
     if ndim is not None and ndim < max(len(reps), x.ndim):
         raise ValueError("tile: ndim=%d is less than the number of dimensions %d" % (ndim, max(len(reps), x.ndim)))

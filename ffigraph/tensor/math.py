@@ -21,8 +21,8 @@ ELEMWISE = {name: Elemwise(sop) for name, sop in SCALAR_OPS.items()}
 def _elemwise_function(name, public):
     op = ELEMWISE[name]
 
-    def fn(*args):
-        return op(*args)
+    def fn(*inputs, name=None, return_list=False, **kwargs):
+        return op(*inputs, name=name, return_list=return_list, **kwargs)
 
     fn.__name__ = public
     fn.__qualname__ = public
@@ -69,15 +69,15 @@ def _nary_elemwise(name, public):
     is itself, as PyTensor's one-input Elemwise{add} computes."""
     op = ELEMWISE[name]
 
-    def fn(*args):
+    def fn(*args, name=None, return_list=False):
         if not args:
             raise TypeError("%s needs at least one input" % public)
         out = args[0]
-        if len(args) == 1:
-            return as_tensor_variable(out)
-        for x in args[1:]:
-            out = op(out, x)
-        return out
+        if len(args) == 1:   # (no node to name: the input itself keeps its name)
+            out = as_tensor_variable(out)
+        for k, x in enumerate(args[1:], 2):
+            out = op(out, x, name=name if k == len(args) else None)
+        return [out] if return_list else out
 
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = "Elementwise %s of one or more inputs (numpy broadcasting), folded left to right." % name
@@ -127,10 +127,10 @@ def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 _conj = Elemwise(CONJ)
 
 
-def conj(z):
-    """The complex conjugate of ``z``; a real tensor is returned as it is (PyTensor's ``conjugate``)."""
-    z = as_tensor_variable(z)
-    return _conj(z) if z.dtype.startswith("complex") else z
+def conj(x):
+    """The complex conjugate of ``x``; a real tensor is returned as it is (PyTensor's ``conjugate``)."""
+    x = as_tensor_variable(x)
+    return _conj(x) if x.dtype.startswith("complex") else x
 
 
 conjugate = conj
@@ -441,7 +441,17 @@ _ACC_DOC = """
     converted to ``acc_dtype``, reduced, and the result converted to ``dtype``, as in PyTensor."""
 
 sum = _accumulating("sum", "The sum over ``axis`` (an int, a tuple, or None for all axes)." + _ACC_DOC)
-prod = _accumulating("prod", "The product over ``axis`` (an int, a tuple, or None for all axes)." + _ACC_DOC)
+_prod = _accumulating("prod", "")
+
+
+def prod(input, axis=None, dtype=None, keepdims=False, acc_dtype=None, no_zeros_in_input=False):
+    return _prod(input, axis=axis, dtype=dtype, keepdims=keepdims, acc_dtype=acc_dtype)
+
+
+prod.__doc__ = "The product over ``axis`` (an int, a tuple, or None for all axes)." + _ACC_DOC + """
+
+    ``no_zeros_in_input`` (PyTensor's promise that no input is zero, which lets its gradient
+    divide) is accepted and changes nothing: the gradient here is right with zeros either way."""
 mean = _accumulating("mean", """The mean over ``axis`` (an int, a tuple, or None for all axes).
 
     As PyTensor's ``mean``: the sum (``dtype`` and ``acc_dtype`` as for ``sum``; a float16 input

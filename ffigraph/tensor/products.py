@@ -382,9 +382,11 @@ def _contract(x, xt, y, yt, keep, what):
     return reshape(out, sizes, ndim=len(sizes)), batch + xf + yf
 
 
-def einsum(subscripts, *operands):
+def einsum(subscripts, *operands, optimize=None):
     """NumPy's ``einsum`` for the subset in ``EINSUM_SUBSET`` (a NotImplementedError says it for
-    anything else), lowered to diagonals, sums, transposes and tensordot / batched products."""
+    anything else), lowered to diagonals, sums, transposes and tensordot / batched products.
+    ``optimize`` (PyTensor's contraction-path choice) is accepted and ignored: the operands are
+    contracted left to right."""
     operands = [as_tensor_variable(x) for x in operands]
     if not operands:
         raise ValueError("einsum(%r): no operands" % (subscripts,))

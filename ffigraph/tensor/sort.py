@@ -119,10 +119,14 @@ def _inverse_index(x, axis, kind):
     return tuple(index)
 
 
-def _sort_args(a, axis, kind, order, what):
+def _sort_args(a, axis, kind, order, what, stable=None):
     if order is not None:
         raise ValueError("%s: the order argument is not applicable to ffigraph graphs (no structured arrays)" % what)
-    if kind is None:
+    if stable is not None and kind is not None:
+        raise ValueError("%s: kind and stable cannot be set at the same time" % what)
+    if stable:
+        kind = "stable"
+    elif kind is None:
         kind = "quicksort"
     if kind not in KINDS:
         raise ValueError("%s: kind must be one of %s, got %r" % (what, KINDS, kind))
@@ -137,15 +141,16 @@ def _sort_args(a, axis, kind, order, what):
     return a, normalize_axis(axis, a.ndim, what), kind
 
 
-def sort(a, axis=-1, kind="quicksort", order=None):
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     """A sorted copy of ``a`` along ``axis`` (None: of the flattened array), as ``numpy.sort``;
-    equal values keep their order whatever ``kind``, NaN comes last."""
-    a, axis, kind = _sort_args(a, axis, kind, order, "sort")
+    equal values keep their order whatever ``kind`` (``stable=True`` is ``kind="stable"``, as in
+    PyTensor), NaN comes last."""
+    a, axis, kind = _sort_args(a, axis, kind, order, "sort", stable)
     return SortOp(axis, kind)(a)
 
 
-def argsort(a, axis=-1, kind="quicksort", order=None):
+def argsort(a, axis=-1, kind=None, order=None, stable=None):
     """The int64 indices that sort ``a`` along ``axis`` (None: the flattened array), as
-    ``numpy.argsort(kind="stable")`` whatever ``kind``; NaN comes last."""
-    a, axis, kind = _sort_args(a, axis, kind, order, "argsort")
+    ``numpy.argsort(kind="stable")`` whatever ``kind`` (or ``stable``); NaN comes last."""
+    a, axis, kind = _sort_args(a, axis, kind, order, "argsort", stable)
     return ArgSortOp(axis, kind)(a)

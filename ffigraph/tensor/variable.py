@@ -197,8 +197,8 @@ class _TensorOperators:
     def any(self, axis=None, keepdims=False):
         return _m().any(self, axis=axis, keepdims=keepdims)
 
-    def dot(self, other):
-        return _m().dot(self, other)
+    def dot(self, right):
+        return _m().dot(self, right)
 
     def __matmul__(self, other):
         from ffigraph.tensor.products import matmul   # NumPy's @: batch axes broadcast, 1-d promoted
@@ -253,8 +253,7 @@ class _TensorOperators:
     def nonzero(self, return_matrix=False):
         """The indices of the non-zero elements: a tuple of vectors, one per axis, or (with
         ``return_matrix``) one matrix of them, a row per axis, as PyTensor's."""
-        indices = _t().nonzero(self)
-        return _t().stack(list(indices)) if return_matrix else indices
+        return _t().nonzero(self, return_matrix=return_matrix)
 
     def nonzero_values(self):
         return self.flatten()[_t().flatnonzero(self)]
