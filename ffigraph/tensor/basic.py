@@ -57,8 +57,10 @@ def as_tensor_variable(x, name=None, ndim=None, dtype=None):
         return stack([as_tensor_variable(e) for e in x])
     try:
         return constant(x, name=name, ndim=ndim, dtype=dtype)
-    except TypeError:
-        raise TypeError("cannot convert %r (of type %s) to a tensor" % (x, type(x).__name__)) from None
+    except TypeError as err:
+        # a value of a dtype ffigraph has no tensors of (float16): say so, not only "cannot convert"
+        why = ": %s" % err if "is not supported" in str(err) else ""
+        raise TypeError("cannot convert %r (of type %s) to a tensor%s" % (x, type(x).__name__, why)) from None
 
 
 def _flatten(seq):

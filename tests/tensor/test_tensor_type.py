@@ -129,3 +129,24 @@ def test_variable_attributes():
         bool(x)
     with pytest.raises(TypeError):
         len(x)
+
+
+def test_float16_is_refused_by_name_everywhere_a_dtype_comes_in():
+    """float16 has no tensors (README, "Semantics worth knowing"): every way of making one is a
+    TypeError naming float16; a float16 array given to a float32 input is widened exactly."""
+    import numpy as np
+
+    import ffigraph
+
+    makers = [lambda: T.tensor("float16", (None,)), lambda: ffigraph.shared(np.ones(3, np.float16)),
+              lambda: T.as_tensor_variable(np.ones(3, np.float16)), lambda: T.constant(np.float16(1)),
+              lambda: T.fvector().astype("float16"), lambda: T.fvector() + np.float16(2),
+              lambda: T.fvector().sum(dtype="float16")]
+    for make in makers:
+        with pytest.raises(TypeError, match="'float16' is not supported"):
+            make()
+    x = T.fvector("x")
+    f = ffigraph.function([x], x * 2)
+    got = f(np.array([0.5, 65504.0, -1e-3], np.float16))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got, np.array([0.5, 65504.0, -1e-3], np.float16).astype(np.float32) * 2)
