@@ -202,12 +202,18 @@ def _num_and_stop(stop, end, num, steps):
 def linspace(start, stop=None, num=50, endpoint=True, retstep=False, dtype=None, axis=0, end=None, steps=None):
     """``numpy.linspace`` with PyTensor's signature (``end``/``steps`` are its older names of
     ``stop``/``num``): ``num`` evenly spaced samples from ``start`` to ``stop``; the default
-    dtype is floatX, as in PyTensor. ``num`` may be symbolic."""
+    dtype is floatX, as in PyTensor; an integer dtype floors the samples, as numpy does. ``num``
+    may be symbolic."""
     stop, num = _num_and_stop(stop, end, num, steps)
     if stop is None:
         raise TypeError("linspace: stop is missing")
     samples, step, _ = _samples(start, stop, num, endpoint, axis, "linspace")
-    samples = cast(samples, normalize_dtype(dtype))
+    dtype = normalize_dtype(dtype)
+    if np.dtype(dtype).kind in "iu":
+        from ffigraph.tensor.math import floor
+
+        samples = floor(samples)   # numpy (since 1.20) floors for an integer dtype: -1.67 is -2, not -1
+    samples = cast(samples, dtype)
     return (samples, step) if retstep else samples
 
 
@@ -235,7 +241,7 @@ def geomspace(start, stop=None, num=50, base=10.0, endpoint=True, dtype=None, ax
     """``numpy.geomspace`` with PyTensor's signature: a geometric progression from ``start`` to
     ``stop`` (same sign), the ends exact; floatX by default. (``base`` only picks the logarithm
     the samples are spaced in; the values do not depend on it beyond rounding.)"""
-    from ffigraph.tensor.math import and_, eq, gt, log, mul, pow as tpow, sgn, sub, true_div
+    from ffigraph.tensor.math import and_, eq, gt, log, log10, mul, pow as tpow, sgn, sub, true_div
 
     stop, num = _num_and_stop(stop, end, num, steps)
     start, stop = (cast(as_tensor_variable(v), "float64") for v in (start, stop))
@@ -243,9 +249,14 @@ def geomspace(start, stop=None, num=50, base=10.0, endpoint=True, dtype=None, ax
     sign = sgn(start)
     start, stop = mul(start, sign), mul(stop, sign)   # both positive when the signs agree
     base_t = cast(as_tensor_variable(base), "float64")
-    log_base = log(base_t)
-    samples, _, idx = _samples(true_div(log(start), log_base), true_div(log(stop), log_base), num, endpoint, 0,
-                               "geomspace")
+    if isinstance(base, (int, float, np.integer, np.floating)) and float(base) == 10.0:
+        # numpy's own arithmetic (log10, then 10 ** samples), so that results agree to the bit and an
+        # integer dtype truncates the same values (log(x) / log(10) is an ulp off: 2 came out 1.999...)
+        log_start, log_stop = log10(start), log10(stop)
+    else:
+        log_base = log(base_t)
+        log_start, log_stop = true_div(log(start), log_base), true_div(log(stop), log_base)
+    samples, _, idx = _samples(log_start, log_stop, num, endpoint, 0, "geomspace")
     result = tpow(base_t if base_t.ndim == 0 else _base_axis(start, stop, base, 0), samples)
     # numpy's exact ends
     num = _int64_scalar(num, "geomspace: num")

@@ -398,9 +398,12 @@ def argwhere(a):
 def ptp(a, axis=None):
     """The range ``max - min`` along ``axis`` (an int, a tuple, or None for all axes), as
     ``numpy.ptp``. Gradients flow through ``max`` and ``min``."""
-    from ffigraph.tensor.math import max as tmax, min as tmin
+    from ffigraph.tensor.math import _normalize_axes, max as tmax, min as tmin
 
     a = as_tensor_variable(a)
+    if a.dtype == "bool":   # (numpy: TypeError, booleans do not subtract)
+        raise TypeError("ptp: %s is boolean, and booleans do not subtract" % (a,))
+    axis = _normalize_axes(axis, a.ndim, "ptp")   # (so that a bad axis is reported as ptp's)
     return tmax(a, axis=axis) - tmin(a, axis=axis)
 
 

@@ -351,9 +351,10 @@ def _sum_letters(x, term, keep):
     axes = [k for k, c in enumerate(term) if c not in keep]
     if not axes:
         return x, term
+    if x.dtype == "bool":   # NumPy sums bools in bool: a logical or (a sum would give int64)
+        return x.any(axis=axes), [c for c in term if c in keep]
     # in x's dtype, as NumPy's einsum sums (a sum's default would widen small integers)
-    dtype = None if x.dtype == "bool" else x.dtype
-    return x.sum(axis=axes, dtype=dtype), [c for c in term if c in keep]
+    return x.sum(axis=axes, dtype=x.dtype), [c for c in term if c in keep]
 
 
 def _contract(x, xt, y, yt, keep, what):

@@ -73,6 +73,8 @@ def var(input, axis=None, ddof=0, keepdims=False, corrected=False):
 
 def std(input, axis=None, ddof=0, keepdims=False, corrected=False):
     """The standard deviation, ``sqrt(var(input, axis, ddof, keepdims, corrected))``."""
+    input = as_tensor_variable(input)
+    _normalize_axes(axis, input.ndim, "std")   # (so that a bad axis is reported as std's, not var's)
     out = sqrt(var(input, axis=axis, ddof=ddof, keepdims=keepdims, corrected=corrected))
     out.name = "std"
     return out
