@@ -132,4 +132,5 @@ def error_codes():
         _const("FFG_ERR_ABI"): ("abi", RuntimeError),
         _const("FFG_ERR_RUNTIME"): ("runtime", RuntimeError),
         _const("FFG_ERR_CUDA"): ("cuda", CudaError),
+        _const("FFG_ERR_LINALG"): ("linalg", np.linalg.LinAlgError),
     }

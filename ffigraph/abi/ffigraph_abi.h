@@ -49,7 +49,7 @@ extern "C" {
 
 /* ffigraph-cdef-begin */
 
-#define FFG_ABI_VERSION 1002
+#define FFG_ABI_VERSION 1003
 #define FFG_MAX_NDIM 32
 #define FFG_ERROR_MESSAGE_SIZE 512
 
@@ -74,6 +74,8 @@ extern "C" {
 #define FFG_ERR_RUNTIME 6    /* an op failed for another reason */
 #define FFG_ERR_CUDA 7       /* a CUDA runtime call failed: FfgError.reserved holds its cudaError_t,
                                 the message CUDA's own name and string (since 1.1) */
+#define FFG_ERR_LINALG 8     /* a linear-algebra routine failed on its values: a matrix that is not
+                                positive definite, a singular one, no convergence (since 1.3) */
 
 /* Slot roles in FfgDescription. */
 #define FFG_ROLE_INPUT 0
