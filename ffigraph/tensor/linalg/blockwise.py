@@ -175,6 +175,18 @@ def check_finite_values(op, arrays):
             raise ValueError("%s: input %d must not contain infs or NaNs" % (op._label(), k))
 
 
+def triangle_masks(a):
+    """Two boolean matrices over the last two axes of ``a`` (square): strictly below the diagonal,
+    and on it. Made of index comparisons, so that ``switch(mask, ...)`` fuses into one loop."""
+    from ffigraph.tensor.basic import arange
+    from ffigraph.tensor.math import eq, gt
+    from ffigraph.tensor.shapes import shape_i
+
+    index = arange(shape_i(a, a.ndim - 1))
+    rows, cols = index.dimshuffle(0, "x"), index.dimshuffle("x", 0)
+    return gt(rows, cols), eq(rows, cols)
+
+
 def mT(x):
     """``x`` with its last two axes swapped (a view)."""
     from ffigraph.tensor.layout import swapaxes

@@ -66,6 +66,11 @@ ROUTINES = {
               "const int64_t *lwork, int64_t *info", 0),
     "orgqr": ("const int64_t *m, const int64_t *n, const int64_t *k, %(T)s *a, const int64_t *lda, "
               "const %(T)s *tau, %(T)s *work, const int64_t *lwork, int64_t *info", 0),
+    # BLAS level 3, under the same naming: triangular solves and products with several columns
+    "trsm": ("const char *side, const char *uplo, const char *transa, const char *diag, const int64_t *m, "
+             "const int64_t *n, const %(T)s *alpha, const %(T)s *a, const int64_t *lda, %(T)s *b, const int64_t *ldb", 4),
+    "trmm": ("const char *side, const char *uplo, const char *transa, const char *diag, const int64_t *m, "
+             "const int64_t *n, const %(T)s *alpha, const %(T)s *a, const int64_t *lda, %(T)s *b, const int64_t *ldb", 4),
 }
 
 COMMON = r"""
@@ -88,6 +93,22 @@ static void ffg_la_store_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int
     for (i = 0; i < rows; ++i)
         for (j = 0; j < cols; ++j)
             dst[i * cols + j] = src[i + j * ld];
+}
+
+/* ffg_la_load, and whether every element read is finite (1) or not (0): x * 0 is 0 for a finite x
+   and NaN for inf and NaN, so one sum in the copy loop tells, with no branch per element */
+static int ffg_la_load_finite_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t rs,
+                                      int64_t cs)
+{
+    int64_t i, j;
+    %(T)s probe = 0;
+    for (j = 0; j < cols; ++j)
+        for (i = 0; i < rows; ++i) {
+            const %(T)s v = src[i * rs + j * cs];
+            dst[i + j * rows] = v;
+            probe += v * 0;
+        }
+    return probe == 0;
 }
 
 /* n elements of NaN: the result of a batch entry that failed under on_error='nan' */

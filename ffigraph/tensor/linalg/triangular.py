@@ -14,8 +14,8 @@ import numpy as np
 
 from ffigraph.tensor.basic import as_tensor_variable
 from ffigraph.tensor.linalg import lapack_c
-from ffigraph.tensor.linalg.blockwise import LinalgOp, check_finite_values, check_square, mT, sum_batch_to
-from ffigraph.tensor.linalg.lapack_c import finite_check_c, rhs_check_c, square_check_c
+from ffigraph.tensor.linalg.blockwise import LinalgOp, check_finite_values, check_square, mT, sum_batch_to, triangle_masks
+from ffigraph.tensor.linalg.lapack_c import rhs_check_c, square_check_c
 
 __all__ = ["SolveTriangular", "solve_triangular", "default_b_ndim", "check_rhs"]
 
@@ -42,7 +42,7 @@ class SolveTriangular(LinalgOp):
 
     __props__ = ("trans", "lower", "unit_diagonal", "check_finite", "b_ndim")
     what = "solve_triangular"
-    c_version = (1,)
+    c_version = (2,)
 
     def __init__(self, trans=0, lower=False, unit_diagonal=False, check_finite=True, b_ndim=2):
         if trans not in _TRANS:
@@ -92,8 +92,8 @@ class SolveTriangular(LinalgOp):
         """``x = op(A)^-1 b``: ``b_bar = op(A)^-T x_bar`` (the same solve with ``trans`` flipped),
         ``A_bar = -b_bar x^T`` (transposed when ``trans``), kept to ``A``'s triangle (without the
         diagonal when ``unit_diagonal``)."""
-        from ffigraph.tensor.construct import eye, tri
-        from ffigraph.tensor.shapes import shape_i
+        from ffigraph.tensor.basic import switch
+        from ffigraph.tensor.math import or_
 
         a, b = inputs
         (x,), (gx,) = outputs, output_grads
@@ -108,9 +108,9 @@ class SolveTriangular(LinalgOp):
             ga = -matmul(gb, mT(x))
         if self.trans:
             ga = mT(ga)
-        n = shape_i(a, a.ndim - 1)
-        mask = tri(n, n, -1 if self.unit_diagonal else 0, dtype=a.dtype)
-        ga = ga * (mask if self.lower else mT(mask))
+        below, on = triangle_masks(a)
+        keep = below if self.unit_diagonal else or_(below, on)
+        ga = switch(keep if self.lower else mT(keep), ga, 0.0)
         return [sum_batch_to(ga, a), sum_batch_to(gb, b)]
 
     # ---- C
@@ -139,11 +139,20 @@ class SolveTriangular(LinalgOp):
                  "int64_t info = 0;",
                  "const char uplo = '%s', trans = '%s', diag = '%s';"
                  % ("L" if self.lower else "U", "T" if self.trans else "N", "U" if self.unit_diagonal else "N")]
+        loads = ["ffg_la_load%s_%s(%s, %s, n, n, %s, %s)" % ("_finite" if self.check_finite else "", d.tag, wa, a.ptr,
+                                                            a.strides[0], a.strides[1]),
+                 "ffg_la_load%s_%s(%s, %s, n, nrhs, %s, %s)" % ("_finite" if self.check_finite else "", d.tag, wb,
+                                                               b.ptr, b.strides[0], bcs)]
         if self.check_finite:
-            lines += [finite_check_c(d, 0, "n", "n"), finite_check_c(d, 1, "n", "nrhs")]
-        lines += ["ffg_la_load_%s(%s, %s, n, n, %s, %s);" % (d.tag, wa, a.ptr, a.strides[0], a.strides[1]),
-                  "ffg_la_load_%s(%s, %s, n, nrhs, %s, %s);" % (d.tag, wb, b.ptr, b.strides[0], bcs),
-                  "if (n > 0 && nrhs > 0)",
+            for k, load in enumerate(loads):
+                lines += ["if (!%s) {" % load,
+                          '    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: input %d must not contain infs or NaNs '
+                          '(batch entry %%lld)", (long long)bi);' % (d.err, d.label, k),
+                          "    " + d.fail,
+                          "}"]
+        else:
+            lines += [load + ";" for load in loads]
+        lines += ["if (n > 0 && nrhs > 0)",
                   "    %s(&uplo, &trans, &diag, &n, &nrhs, %s, &ld, %s, &ld, &info, 1, 1, 1);"
                   % (d.sym["trtrs"], wa, wb),
                   lapack_c.info_failure(d, "trtrs", "singular matrix: diagonal element %lld is zero (batch entry "
