@@ -39,3 +39,15 @@ __all__ += list(_aliases_all)
 from ffigraph.tensor.products import *  # noqa: F401,F403,E402  (issue 27: matmul, tensordot, ...)
 from ffigraph.tensor.products import __all__ as _products_all  # noqa: E402
 __all__ += list(_products_all)
+
+# PyTensor's linear-algebra modules (pt.linalg.cholesky, pytensor.tensor.slinalg / nlinalg), imported
+# when first used: a graph without linear algebra does not load them
+_LAZY_MODULES = ("linalg", "slinalg", "nlinalg")
+
+
+def __getattr__(name):
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module("ffigraph.tensor." + name)
+    raise AttributeError("module 'ffigraph.tensor' has no attribute %r" % (name,))

@@ -4,7 +4,11 @@ uses (``lapack_c``), gradients, and ``numpy.linalg.LinAlgError`` (``LinAlgError`
 matrix is not positive definite or is singular."""
 from numpy.linalg import LinAlgError
 
-from ffigraph.tensor.linalg.cholesky import Cholesky, cholesky
+from ffigraph.tensor.linalg.cholesky import Cholesky, CholeskyGrad, cholesky
+from ffigraph.tensor.linalg.inverse import MatrixInverse, inv, matrix_inverse
+from ffigraph.tensor.linalg.solve import Solve, cho_solve, solve
+from ffigraph.tensor.linalg.summary import Det, SLogDet, det, slogdet
 from ffigraph.tensor.linalg.triangular import SolveTriangular, solve_triangular
 
-__all__ = ["LinAlgError", "Cholesky", "cholesky", "SolveTriangular", "solve_triangular"]
+__all__ = ["LinAlgError", "Cholesky", "CholeskyGrad", "cholesky", "SolveTriangular", "solve_triangular", "Solve",
+           "solve", "cho_solve", "MatrixInverse", "inv", "matrix_inverse", "Det", "det", "SLogDet", "slogdet"]
