@@ -46,7 +46,7 @@ def test_value_and_gradient_match_scipy_and_numpy():
         np.testing.assert_allclose(value, ref_value, rtol=1e-10)
         np.testing.assert_allclose(grad, ref_grad, rtol=1e-10, atol=1e-10)
         try:
-            import scipy.linalg  # noqa: F401
+            import scipy.linalg  # noqa: F401  (present: compare with scipy too)
         except ImportError:
             pass   # (PyPy: no scipy; the numpy reference above is the check)
         else:

@@ -160,6 +160,31 @@ class LinalgOp(DelegatedCOp, Op):
         return [tuple(batch) + tuple(s) for s in self.core_shapes_out(core_in)]
 
 
+class SquareMatrixOp(LinalgOp):
+    """A LinalgOp of one square matrix (``cholesky``, ``inv``, ``det``, ``expm``, ...): its core
+    checks, and by default an output of the input's shape. C: ``c_check`` refuses a non-square
+    matrix."""
+
+    def core_ndims_in(self):
+        return [2]
+
+    def check_core_shapes(self, shapes):
+        check_square(self, shapes[0], 0)
+
+    def core_shapes_out(self, shapes):
+        return [tuple(shapes[0])] * self.nout
+
+    def check_values(self, inputs):
+        a = inputs[0]
+        if a.shape[-1] != a.shape[-2]:
+            raise ValueError("%s: input 0 must be square, got a %d x %d matrix" % ((self._label(),) + a.shape[-2:]))
+
+    def c_check(self, node, d):
+        from ffigraph.tensor.linalg.lapack_c import square_check_c
+
+        return square_check_c(d)
+
+
 # ------------------------------------------------------------------ shared by the ops
 
 

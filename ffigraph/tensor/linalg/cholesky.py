@@ -16,13 +16,14 @@ import numpy as np
 
 from ffigraph.tensor.linalg import lapack_c
 from ffigraph.tensor.basic import switch
-from ffigraph.tensor.linalg.blockwise import LinalgOp, check_finite_values, check_square, mT, triangle_masks
+from ffigraph.tensor.linalg.blockwise import (LinalgOp, SquareMatrixOp, check_finite_values, check_square, mT,
+                                              triangle_masks)
 from ffigraph.tensor.linalg.lapack_c import square_check_c
 
 __all__ = ["Cholesky", "CholeskyGrad", "cholesky"]
 
 
-class Cholesky(LinalgOp):
+class Cholesky(SquareMatrixOp):
     """The Cholesky factor ``L`` (``lower``: ``A = L L^T``) or ``U`` (``A = U^T U``) of each matrix."""
 
     __props__ = ("lower", "check_finite", "on_error")
@@ -36,21 +37,10 @@ class Cholesky(LinalgOp):
         self.check_finite = bool(check_finite)
         self.on_error = on_error
 
-    def core_ndims_in(self):
-        return [2]
-
-    def check_core_shapes(self, shapes):
-        check_square(self, shapes[0], 0)
-
-    def core_shapes_out(self, shapes):
-        return [tuple(shapes[0])]
-
     def check_values(self, inputs):
-        a = inputs[0]
-        if a.shape[-1] != a.shape[-2]:
-            raise ValueError("cholesky: input 0 must be square, got a %d x %d matrix" % a.shape[-2:])
+        super().check_values(inputs)
         if self.check_finite:
-            check_finite_values(self, [a])
+            check_finite_values(self, inputs)
 
     def core_perform(self, a):
         n = a.shape[0]
@@ -69,15 +59,11 @@ class Cholesky(LinalgOp):
         """PyTensor's (Murray 2016, "Differentiation of the Cholesky decomposition"), one
         ``CholeskyGrad`` node: with L the lower factor and P = Phi(L^T dL) (its lower triangle, the
         diagonal halved), S = L^-T P L^-1 and dA = tril(S + S^T) - diag(S)."""
-        (a,), (chol,), (dz,) = inputs, outputs, output_grads
-        return [CholeskyGrad(self.lower)(chol, dz)]
+        return [CholeskyGrad(self.lower)(outputs[0], output_grads[0])]
 
     # ---- C
     def c_routines(self, node):
         return ["potrf"]
-
-    def c_check(self, node, d):
-        return square_check_c(d)
 
     def c_core_out_shape(self, node, d):
         n = d.ins[0].dims[0]

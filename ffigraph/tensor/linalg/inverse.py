@@ -9,32 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from ffigraph.tensor.linalg import lapack_c
-from ffigraph.tensor.linalg.blockwise import LinalgOp, check_square, mT
-from ffigraph.tensor.linalg.lapack_c import square_check_c
+from ffigraph.tensor.linalg.blockwise import SquareMatrixOp, mT
 
 __all__ = ["MatrixInverse", "inv", "matrix_inverse"]
 
 
-class MatrixInverse(LinalgOp):
+class MatrixInverse(SquareMatrixOp):
     """The inverse of each matrix."""
 
     __props__ = ()
     what = "inv"
     c_version = (1,)
-
-    def core_ndims_in(self):
-        return [2]
-
-    def check_core_shapes(self, shapes):
-        check_square(self, shapes[0], 0)
-
-    def core_shapes_out(self, shapes):
-        return [tuple(shapes[0])]
-
-    def check_values(self, inputs):
-        a = inputs[0]
-        if a.shape[-1] != a.shape[-2]:
-            raise ValueError("inv: input 0 must be square, got a %d x %d matrix" % a.shape[-2:])
 
     def core_perform(self, a):
         if a.shape[0] == 0:
@@ -55,9 +40,6 @@ class MatrixInverse(LinalgOp):
     # ---- C
     def c_routines(self, node):
         return ["getrf", "getri"]
-
-    def c_check(self, node, d):
-        return square_check_c(d)
 
     def c_core_out_shape(self, node, d):
         n = d.ins[0].dims[0]

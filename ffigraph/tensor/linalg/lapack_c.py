@@ -340,24 +340,6 @@ def square_check_c(d, k=0):
         "}"])
 
 
-def finite_check_c(d, k, rows, cols):
-    """C lines: input k's entry (rows x cols, its strides) holds no inf or NaN (FFG_ERR_VALUE)."""
-    e = d.ins[k]
-    rs = e.strides[0] if e.nd >= 1 else "0"
-    cs = e.strides[1] if e.nd >= 2 else "0"
-    return "\n".join([
-        "{",
-        "    int64_t i_, j_;",
-        "    for (i_ = 0; i_ < %s; ++i_)" % rows,
-        "        for (j_ = 0; j_ < %s; ++j_)" % cols,
-        "            if (!isfinite(%s[i_ * %s + j_ * %s])) {" % (e.ptr, rs, cs),
-        '                ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: input %d must not contain infs or NaNs '
-        '(batch entry %%lld)", (long long)bi);' % (d.err, d.label, k),
-        "                " + d.fail,
-        "            }",
-        "}"])
-
-
 def rhs_check_c(d, a=0, b=1):
     """C lines: input b's rows match input a's order (FFG_ERR_VALUE naming both)."""
     ea, eb = d.ins[a], d.ins[b]

@@ -13,38 +13,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.tensor.linalg.blockwise import LinalgOp, check_square, mT
-from ffigraph.tensor.linalg.lapack_c import square_check_c
+from ffigraph.tensor.linalg.blockwise import SquareMatrixOp, mT
 
 __all__ = ["Det", "det", "SLogDet", "slogdet"]
 
 
-class _LUSummary(LinalgOp):
+class _LUSummary(SquareMatrixOp):
     """Shared by ``Det`` and ``SLogDet``: one square matrix in, scalars out, from getrf."""
 
     __props__ = ()
     c_version = (1,)
 
-    def core_ndims_in(self):
-        return [2]
-
-    def check_core_shapes(self, shapes):
-        check_square(self, shapes[0], 0)
-
     def core_shapes_out(self, shapes):
         return [()] * self.nout
-
-    def check_values(self, inputs):
-        a = inputs[0]
-        if a.shape[-1] != a.shape[-2]:
-            raise ValueError("%s: input 0 must be square, got a %d x %d matrix" % ((self.what,) + a.shape[-2:]))
 
     # ---- C
     def c_routines(self, node):
         return ["getrf"]
-
-    def c_check(self, node, d):
-        return square_check_c(d)
 
     def c_core_out_shape(self, node, d):
         return [[]] * self.nout
