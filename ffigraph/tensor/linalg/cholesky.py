@@ -28,7 +28,7 @@ class Cholesky(SquareMatrixOp):
 
     __props__ = ("lower", "check_finite", "on_error")
     what = "cholesky"
-    c_version = (3,)
+    c_version = (4,)
 
     def __init__(self, lower=True, check_finite=True, on_error="raise"):
         if on_error not in ("raise", "nan"):
@@ -94,20 +94,21 @@ class Cholesky(SquareMatrixOp):
                       "}"]
         else:
             lines.append(load + ";")
-        if self.lower:   # out (i, j) is the factor's (i, j), at w[i + j * n]
-            store = "%s[i * n + j] = j <= i ? %s[i + j * n] : 0;" % (z.ptr, w)
-        else:            # out (i, j) is the lower factor of A^T at (j, i), at w[j + i * n]
-            store = "%s[i * n + j] = j >= i ? %s[j + i * n] : 0;" % (z.ptr, w)
+        if self.lower:   # the factor, column-major in w, written out row-major
+            store = "ffg_la_store_%s(%s, %s, n, n, n);" % (d.tag, z.ptr, w)
+        else:            # U = L'^T, L' the factor of A^T: w's column-major L' read row-major is U
+            store = "memcpy(%s, %s, (size_t)(n * n) * sizeof(%s));" % (z.ptr, w, d.T)
         lines += ["if (n > 0)",
                   "    %s(&uplo, &n, %s, &lda, &info, 1);" % (d.sym["potrf"], w),
                   lapack_c.info_failure(d, "potrf", "the matrix is not positive definite (its leading minor of "
                                         "order %lld is not; batch entry %lld)",
                                         [z] if self.on_error == "nan" else None),
                   "if (info == 0) {",
-                  "    /* the factor's triangle, zeros in the other */",
-                  "    for (i = 0; i < n; ++i)",
-                  "        for (j = 0; j < n; ++j)",
-                  "            " + store,
+                  "    /* zeros above the factor's diagonal (potrf leaves that triangle as it was) */",
+                  "    for (j = 1; j < n; ++j)",
+                  "        for (i = 0; i < j; ++i)",
+                  "            %s[i + j * n] = 0;" % w,
+                  "    " + store,
                   "}"]
         return "\n".join(lines)
 

@@ -42,7 +42,7 @@ from ffigraph.tensor.ctype import c_element_type
 from ffigraph.tensor.reduce_c import _Lines
 from ffigraph.tensor.sort_c import c_message
 
-VERSION = (1,)
+VERSION = (2,)
 
 #: Fortran LAPACK routines the ops call: name -> (parameters with %(T)s for the float type, count
 #: of character arguments, whose hidden lengths come last). Integers are ILP64 (int64_t).
@@ -79,36 +79,56 @@ COMMON = r"""
 /* Linear algebra (%(tag)s): a rows x cols matrix read with element strides (rs, cs) into a
    column-major block whose leading dimension is rows (any layout: transposed, negative or zero
    strides), and a column-major block (leading dimension ld) written out row-major. */
+/* The copies walk tiles of FFG_LA_TILE x FFG_LA_TILE elements: a transposing copy touches each
+   cache line of the strided side once per tile instead of once per element. */
+#ifndef FFG_LA_TILE
+#define FFG_LA_TILE 16
+#endif
 static void ffg_la_load_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
 {
-    int64_t i, j;
-    for (j = 0; j < cols; ++j)
-        for (i = 0; i < rows; ++i)
-            dst[i + j * rows] = src[i * rs + j * cs];
+    int64_t i, j, i0, j0;
+    for (j0 = 0; j0 < cols; j0 += FFG_LA_TILE)
+        for (i0 = 0; i0 < rows; i0 += FFG_LA_TILE) {
+            const int64_t i1 = i0 + FFG_LA_TILE < rows ? i0 + FFG_LA_TILE : rows;
+            const int64_t j1 = j0 + FFG_LA_TILE < cols ? j0 + FFG_LA_TILE : cols;
+            for (j = j0; j < j1; ++j)
+                for (i = i0; i < i1; ++i)
+                    dst[i + j * rows] = src[i * rs + j * cs];
+        }
 }
 
 static void ffg_la_store_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t ld)
 {
-    int64_t i, j;
-    for (i = 0; i < rows; ++i)
-        for (j = 0; j < cols; ++j)
-            dst[i * cols + j] = src[i + j * ld];
+    int64_t i, j, i0, j0;
+    for (i0 = 0; i0 < rows; i0 += FFG_LA_TILE)
+        for (j0 = 0; j0 < cols; j0 += FFG_LA_TILE) {
+            const int64_t i1 = i0 + FFG_LA_TILE < rows ? i0 + FFG_LA_TILE : rows;
+            const int64_t j1 = j0 + FFG_LA_TILE < cols ? j0 + FFG_LA_TILE : cols;
+            for (i = i0; i < i1; ++i)
+                for (j = j0; j < j1; ++j)
+                    dst[i * cols + j] = src[i + j * ld];
+        }
 }
 
-/* ffg_la_load, and whether every element read is finite (1) or not (0): x * 0 is 0 for a finite x
-   and NaN for inf and NaN, so one sum in the copy loop tells, with no branch per element */
+/* ffg_la_load, and whether every element read is finite (1) or not (0): an inf or NaN has every
+   exponent bit set, which an integer test finds with no branch and no floating-point chain */
 static int ffg_la_load_finite_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t rs,
                                       int64_t cs)
 {
-    int64_t i, j;
-    %(T)s probe = 0;
-    for (j = 0; j < cols; ++j)
-        for (i = 0; i < rows; ++i) {
-            const %(T)s v = src[i * rs + j * cs];
-            dst[i + j * rows] = v;
-            probe += v * 0;
-        }
-    return probe == 0;
+    const int64_t size = rows * cols;
+    int64_t k;
+    uint32_t bad = 0;
+    ffg_la_load_%(tag)s(dst, src, rows, cols, rs, cs);
+    /* on the contiguous copy, a loop the compiler vectorizes: the word holding the exponent (the
+       high 32 bits of a double) compared in 32 bits, which SSE2 has */
+    for (k = 0; k < size; ++k) {
+        %(U)s bits;
+        uint32_t word;
+        memcpy(&bits, &dst[k], sizeof bits);
+        word = (uint32_t)(bits >> %(SHIFT)d);
+        bad |= (uint32_t)((word & %(EXP)s) == %(EXP)s);
+    }
+    return !bad;
 }
 
 /* n elements of NaN: the result of a batch entry that failed under on_error='nan' */
@@ -179,7 +199,9 @@ def _dtype(node):
 def c_support_code_apply(op, node, name):
     _lib_or_none(op)
     dtype = _dtype(node)
-    parts = [COMMON % dict(tag=dtype, T=c_element_type(dtype))]
+    bits = np.dtype(dtype).itemsize * 8
+    parts = [COMMON % dict(tag=dtype, T=c_element_type(dtype), U="uint%d_t" % bits, SHIFT=bits - 32,
+                           EXP="0x7ff00000u" if bits == 64 else "0x7f800000u")]
     parts += [prototype(r, dtype) for r in op.c_routines(node)]
     extra = op.c_support(node, dtype) if hasattr(op, "c_support") else ""
     if extra:
