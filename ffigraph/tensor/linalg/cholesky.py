@@ -28,7 +28,7 @@ class Cholesky(SquareMatrixOp):
 
     __props__ = ("lower", "check_finite", "on_error")
     what = "cholesky"
-    c_version = (4,)
+    c_version = (5,)
 
     def __init__(self, lower=True, check_finite=True, on_error="raise"):
         if on_error not in ("raise", "nan"):
@@ -75,41 +75,36 @@ class Cholesky(SquareMatrixOp):
 
     def c_core(self, node, d):
         # OpenBLAS's potrf is faster on the lower triangle ('L') than on the upper, so both cases
-        # factor a lower triangle: for lower=True, A itself in column-major order; for lower=False,
-        # A^T (a straight copy of a C-contiguous A), whose lower triangle holds A's upper one and
-        # whose lower factor is the transpose of A's upper factor.
+        # factor a lower triangle, copied alone: for lower=True, A's, in column-major order; for
+        # lower=False, A^T's (A's upper triangle; a straight copy for a C-contiguous A), whose lower
+        # factor is the transpose of A's upper factor. check_finite reads all of A first.
         a, z, w = d.ins[0], d.outs[0], d.work[0].var
         rs, cs = (a.strides[0], a.strides[1]) if self.lower else (a.strides[1], a.strides[0])
-        load = "ffg_la_load%s_%s(%s, %s, n, n, %s, %s)" % ("_finite" if self.check_finite else "", d.tag, w, a.ptr,
-                                                          rs, cs)
         lines = ["const int64_t n = %s;" % a.dims[0],
                  "const int64_t lda = n > 0 ? n : 1;",
                  "int64_t info = 0, i, j;",
                  "const char uplo = 'L';"]
         if self.check_finite:
-            lines += ["if (!%s) {" % load,
+            lines += ["if (!ffg_la_finite_%s(%s, n, n, %s, %s)) {" % (d.tag, a.ptr, a.strides[0], a.strides[1]),
                       '    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: input 0 must not contain infs or NaNs (batch '
                       'entry %%lld)", (long long)bi);' % (d.err, d.label),
                       "    " + d.fail,
                       "}"]
-        else:
-            lines.append(load + ";")
-        if self.lower:   # the factor, column-major in w, written out row-major
-            store = "ffg_la_store_%s(%s, %s, n, n, n);" % (d.tag, z.ptr, w)
-        else:            # U = L'^T, L' the factor of A^T: w's column-major L' read row-major is U
-            store = "memcpy(%s, %s, (size_t)(n * n) * sizeof(%s));" % (z.ptr, w, d.T)
-        lines += ["if (n > 0)",
+        lines += ["ffg_la_load_lower_%s(%s, %s, n, %s, %s);" % (d.tag, w, a.ptr, rs, cs),
+                  "if (n > 0)",
                   "    %s(&uplo, &n, %s, &lda, &info, 1);" % (d.sym["potrf"], w),
                   lapack_c.info_failure(d, "potrf", "the matrix is not positive definite (its leading minor of "
                                         "order %lld is not; batch entry %lld)",
                                         [z] if self.on_error == "nan" else None),
-                  "if (info == 0) {",
-                  "    /* zeros above the factor's diagonal (potrf leaves that triangle as it was) */",
-                  "    for (j = 1; j < n; ++j)",
-                  "        for (i = 0; i < j; ++i)",
-                  "            %s[i + j * n] = 0;" % w,
-                  "    " + store,
-                  "}"]
+                  "if (info == 0) {"]
+        if self.lower:   # the factor, column-major in w, written out row-major with zeros above
+            lines.append("    ffg_la_store_lower_%s(%s, %s, n);" % (d.tag, z.ptr, w))
+        else:            # U = L'^T, L' the factor of A^T: w's column-major L' read row-major is U
+            lines += ["    for (j = 1; j < n; ++j)   /* zeros above L''s diagonal, then one copy */",
+                      "        for (i = 0; i < j; ++i)",
+                      "            %s[i + j * n] = 0;" % w,
+                      "    memcpy(%s, %s, (size_t)(n * n) * sizeof(%s));" % (z.ptr, w, d.T)]
+        lines += ["}", "(void)i; (void)j;"]
         return "\n".join(lines)
 
 

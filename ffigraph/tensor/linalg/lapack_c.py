@@ -110,6 +110,41 @@ static void ffg_la_store_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int
         }
 }
 
+/* The lower triangle of an n x n matrix (element strides rs, cs) into a column-major block: the
+   tiles that touch it (what potrf('L') reads; the rest of the block is left as it was) */
+static void ffg_la_load_lower_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t n, int64_t rs, int64_t cs)
+{
+    int64_t i, j, i0, j0;
+    for (j0 = 0; j0 < n; j0 += FFG_LA_TILE)
+        for (i0 = j0; i0 < n; i0 += FFG_LA_TILE) {   /* (tiles from the diagonal down) */
+            const int64_t i1 = i0 + FFG_LA_TILE < n ? i0 + FFG_LA_TILE : n;
+            const int64_t j1 = j0 + FFG_LA_TILE < n ? j0 + FFG_LA_TILE : n;
+            for (j = j0; j < j1; ++j)
+                for (i = i0; i < i1; ++i)
+                    dst[i + j * n] = src[i * rs + j * cs];
+        }
+}
+
+/* The lower triangle of a column-major n x n block written row-major, zeros above the diagonal */
+static void ffg_la_store_lower_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t n)
+{
+    int64_t i, j, i0, j0;
+    for (i0 = 0; i0 < n; i0 += FFG_LA_TILE)
+        for (j0 = 0; j0 < n; j0 += FFG_LA_TILE) {
+            const int64_t i1 = i0 + FFG_LA_TILE < n ? i0 + FFG_LA_TILE : n;
+            const int64_t j1 = j0 + FFG_LA_TILE < n ? j0 + FFG_LA_TILE : n;
+            if (j0 >= i1) {   /* wholly above the diagonal */
+                for (i = i0; i < i1; ++i)
+                    for (j = j0; j < j1; ++j)
+                        dst[i * n + j] = 0;
+            } else {
+                for (i = i0; i < i1; ++i)
+                    for (j = j0; j < j1; ++j)
+                        dst[i * n + j] = j <= i ? src[i + j * n] : 0;
+            }
+        }
+}
+
 /* ffg_la_load, and whether every element read is finite (1) or not (0): an inf or NaN has every
    exponent bit set, which an integer test finds with no branch and no floating-point chain */
 static int ffg_la_load_finite_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t rs,
@@ -129,6 +164,41 @@ static int ffg_la_load_finite_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows
         bad |= (uint32_t)((word & %(EXP)s) == %(EXP)s);
     }
     return !bad;
+}
+
+/* Whether every element of a rows x cols matrix read with element strides (rs, cs) is finite, the
+   contiguous axis innermost when there is one (a loop the compiler vectorizes; see above). */
+static int ffg_la_finite_%(tag)s(const %(T)s *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    int64_t i, j, inner_n = cols, outer_n = rows, inner_s = cs, outer_s = rs;
+    uint32_t bad = 0;
+    if (cs != 1 && rs == 1) {
+        inner_n = rows; outer_n = cols; inner_s = rs; outer_s = cs;
+    }
+    for (i = 0; i < outer_n; ++i) {
+        const %(T)s *line = src + i * outer_s;
+        if (inner_s == 1) {
+            for (j = 0; j < inner_n; ++j) {
+                %(U)s bits;
+                memcpy(&bits, &line[j], sizeof bits);
+                bad |= (uint32_t)(((uint32_t)(bits >> %(SHIFT)d) & %(EXP)s) == %(EXP)s);
+            }
+        } else {
+            for (j = 0; j < inner_n; ++j)
+                bad |= (uint32_t)!isfinite(line[j * inner_s]);
+        }
+    }
+    return !bad;
+}
+
+/* A rows x cols matrix read with element strides (rs, cs) written C-contiguous (a straight copy
+   when it is C-contiguous already) */
+static void ffg_la_copy_rows_%(tag)s(%(T)s *dst, const %(T)s *src, int64_t rows, int64_t cols, int64_t rs, int64_t cs)
+{
+    int64_t i, j;
+    for (i = 0; i < rows; ++i)
+        for (j = 0; j < cols; ++j)
+            dst[i * cols + j] = src[i * rs + j * cs];
 }
 
 /* n elements of NaN: the result of a batch entry that failed under on_error='nan' */

@@ -42,7 +42,7 @@ class SolveTriangular(LinalgOp):
 
     __props__ = ("trans", "lower", "unit_diagonal", "check_finite", "b_ndim")
     what = "solve_triangular"
-    c_version = (2,)
+    c_version = (3,)
 
     def __init__(self, trans=0, lower=False, unit_diagonal=False, check_finite=True, b_ndim=2):
         if trans not in _TRANS:
@@ -114,8 +114,14 @@ class SolveTriangular(LinalgOp):
         return [sum_batch_to(ga, a), sum_batch_to(gb, b)]
 
     # ---- C
+    # The solve is one BLAS trsm from the right on the output itself: x (row-major, n x nrhs) is
+    # x^T column-major, and x = op(a)^-1 b is x^T = b^T op(a)^-T, so the output starts as a copy
+    # of b and trsm('R') turns it into x in place. a is read where it lies when one of its strides
+    # is 1 (a row-major a is a^T column-major: the triangle and the transposition flip), else
+    # copied into a column-major workspace. trsm does not look for a zero on the diagonal; the
+    # code does, first, as trtrs would (LinAlgError naming the element).
     def c_routines(self, node):
-        return ["trtrs"]
+        return ["trsm"]
 
     def c_check(self, node, d):
         return square_check_c(d) + "\n" + rhs_check_c(d)
@@ -124,40 +130,52 @@ class SolveTriangular(LinalgOp):
         return [list(d.ins[1].dims)]
 
     def c_workspace(self, node, d):
-        n, b = d.ins[0].dims[0], d.ins[1]
-        nrhs = b.dims[1] if self.b_ndim == 2 else "1"
-        return [("a, column-major", d.T, "%s * %s" % (n, n)),
-                ("b, column-major, solved in place", d.T, "%s * %s" % (n, nrhs))]
+        n = d.ins[0].dims[0]
+        return [("a, column-major (when no stride of a is 1)", d.T, "%s * %s" % (n, n))]
 
     def c_core(self, node, d):
         a, b, z = d.ins[0], d.ins[1], d.outs[0]
-        wa, wb = d.work[0].var, d.work[1].var
+        wa = d.work[0].var
+        ars, acs = a.strides[0], a.strides[1]
         nrhs = b.dims[1] if self.b_ndim == 2 else "1"
         bcs = b.strides[1] if self.b_ndim == 2 else "0"
         lines = ["const int64_t n = %s, nrhs = %s;" % (a.dims[0], nrhs),
-                 "const int64_t ld = n > 0 ? n : 1;",
-                 "int64_t info = 0;",
-                 "const char uplo = '%s', trans = '%s', diag = '%s';"
-                 % ("L" if self.lower else "U", "T" if self.trans else "N", "U" if self.unit_diagonal else "N")]
-        loads = ["ffg_la_load%s_%s(%s, %s, n, n, %s, %s)" % ("_finite" if self.check_finite else "", d.tag, wa, a.ptr,
-                                                            a.strides[0], a.strides[1]),
-                 "ffg_la_load%s_%s(%s, %s, n, nrhs, %s, %s)" % ("_finite" if self.check_finite else "", d.tag, wb,
-                                                               b.ptr, b.strides[0], bcs)]
+                 "const int64_t ld1 = n > 0 ? n : 1, ldb = nrhs > 0 ? nrhs : 1;",
+                 "const %s one = 1;" % d.T,
+                 "const %s *am = %s;   /* a, or a^T (am_t), column-major with leading dimension lda */" % (d.T, a.ptr),
+                 "int64_t lda = ld1, k;",
+                 "int am_t = 0;",
+                 "char uplo, transa;"]
         if self.check_finite:
-            for k, load in enumerate(loads):
-                lines += ["if (!%s) {" % load,
+            for k, (e, rows, cols, rs, cs) in enumerate(((a, "n", "n", ars, acs), (b, "n", "nrhs", b.strides[0], bcs))):
+                lines += ["if (!ffg_la_finite_%s(%s, %s, %s, %s, %s)) {" % (d.tag, e.ptr, rows, cols, rs, cs),
                           '    ffg_set_error(%s, FFG_ERR_VALUE, -1, "%s: input %d must not contain infs or NaNs '
                           '(batch entry %%lld)", (long long)bi);' % (d.err, d.label, k),
                           "    " + d.fail,
                           "}"]
-        else:
-            lines += [load + ";" for load in loads]
-        lines += ["if (n > 0 && nrhs > 0)",
-                  "    %s(&uplo, &trans, &diag, &n, &nrhs, %s, &ld, %s, &ld, &info, 1, 1, 1);"
-                  % (d.sym["trtrs"], wa, wb),
-                  lapack_c.info_failure(d, "trtrs", "singular matrix: diagonal element %lld is zero (batch entry "
-                                        "%lld)"),
-                  "ffg_la_store_%s(%s, %s, n, nrhs, ld);" % (d.tag, z.ptr, wb)]
+        if not self.unit_diagonal:
+            lines += ["for (k = 0; k < n; ++k)",
+                      "    if (%s[k * %s + k * %s] == 0) {" % (a.ptr, ars, acs),
+                      '        ffg_set_error(%s, FFG_ERR_LINALG, -1, "%s: singular matrix: diagonal element %%lld is '
+                      'zero (batch entry %%lld)", (long long)(k + 1), (long long)bi);' % (d.err, d.label),
+                      "        " + d.fail,
+                      "    }"]
+        lines += ["if (%s == 1 && %s >= ld1) {          /* row-major: a^T column-major, in place */" % (acs, ars),
+                  "    lda = %s;" % ars,
+                  "    am_t = 1;",
+                  "} else if (%s == 1 && %s >= ld1) {   /* column-major: a, in place */" % (ars, acs),
+                  "    lda = %s;" % acs,
+                  "} else {",
+                  "    ffg_la_load_%s(%s, %s, n, n, %s, %s);" % (d.tag, wa, a.ptr, ars, acs),
+                  "    am = %s;" % wa,
+                  "}",
+                  "/* the stored triangle, and the transposition that makes the stored matrix op(a)^T */",
+                  "uplo = (%d != am_t) ? 'L' : 'U';" % int(self.lower),
+                  "transa = (%d != am_t) ? 'N' : 'T';" % self.trans,
+                  "ffg_la_copy_rows_%s(%s, %s, n, nrhs, %s, %s);" % (d.tag, z.ptr, b.ptr, b.strides[0], bcs),
+                  "if (n > 0 && nrhs > 0)",
+                  "    %s(\"R\", &uplo, &transa, \"%s\", &nrhs, &n, &one, am, &lda, %s, &ldb, 1, 1, 1, 1);"
+                  % (d.sym["trsm"], "U" if self.unit_diagonal else "N", z.ptr)]
         return "\n".join(lines)
 
 
