@@ -13,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 
 from ffigraph.tensor.basic import as_tensor_variable
-from ffigraph.tensor.linalg import lapack_c
 from ffigraph.tensor.linalg.blockwise import LinalgOp, check_finite_values, check_square, mT, sum_batch_to, triangle_masks
 from ffigraph.tensor.linalg.lapack_c import rhs_check_c, square_check_c
 
