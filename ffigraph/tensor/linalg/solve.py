@@ -32,10 +32,8 @@ import numpy as np
 
 from ffigraph.tensor.basic import as_tensor_variable
 from ffigraph.tensor.linalg import lapack_c
-from ffigraph.tensor.linalg.blockwise import (LinalgOp, check_finite_values, check_square, mT, sum_batch_to,
-                                              triangle_masks)
-from ffigraph.tensor.linalg.lapack_c import rhs_check_c, square_check_c
-from ffigraph.tensor.linalg.triangular import _substitute, check_rhs, default_b_ndim, solve_triangular
+from ffigraph.tensor.linalg.blockwise import mT, sum_batch_to, triangle_masks
+from ffigraph.tensor.linalg.triangular import SolveBase, _substitute, default_b_ndim, solve_triangular
 
 __all__ = ["Solve", "solve", "cho_solve"]
 
@@ -48,7 +46,7 @@ def _symmetric(a, lower):
     return np.tril(a) + np.tril(a, -1).T if lower else np.triu(a) + np.triu(a, 1).T
 
 
-class Solve(LinalgOp):
+class Solve(SolveBase):
     """``x`` with ``A x = b`` (see the module doc)."""
 
     __props__ = ("assume_a", "lower", "check_finite", "b_ndim")
@@ -66,24 +64,6 @@ class Solve(LinalgOp):
         self.lower = bool(lower)
         self.check_finite = bool(check_finite)
         self.b_ndim = int(b_ndim)
-
-    def core_ndims_in(self):
-        return [2, self.b_ndim]
-
-    def check_core_shapes(self, shapes):
-        check_square(self, shapes[0], 0, "a")
-        check_rhs(self, shapes[0], shapes[1])
-
-    def core_shapes_out(self, shapes):
-        return [tuple(shapes[1])]
-
-    def check_values(self, inputs):
-        a, b = inputs
-        if a.shape[-1] != a.shape[-2]:
-            raise ValueError("solve: a must be square, got a %d x %d matrix" % a.shape[-2:])
-        check_rhs(self, a.shape, b.shape[b.ndim - self.b_ndim:])
-        if self.check_finite:
-            check_finite_values(self, [a, b])
 
     def core_perform(self, a, b):
         n = a.shape[0]
@@ -126,9 +106,6 @@ class Solve(LinalgOp):
     # ---- C
     def c_routines(self, node):
         return ["potrf", "potrs"] if self.assume_a == "pos" else ["getrf", "getrs"]
-
-    def c_check(self, node, d):
-        return square_check_c(d) + "\n" + rhs_check_c(d)
 
     def c_core_out_shape(self, node, d):
         return [list(d.ins[1].dims)]

@@ -16,7 +16,7 @@ from ffigraph.tensor.basic import as_tensor_variable
 from ffigraph.tensor.linalg.blockwise import LinalgOp, check_finite_values, check_square, mT, sum_batch_to, triangle_masks
 from ffigraph.tensor.linalg.lapack_c import rhs_check_c, square_check_c
 
-__all__ = ["SolveTriangular", "solve_triangular", "default_b_ndim", "check_rhs"]
+__all__ = ["SolveBase", "SolveTriangular", "solve_triangular", "default_b_ndim", "check_rhs"]
 
 _TRANS = {0: 0, 1: 1, 2: 1, "N": 0, "T": 1, "C": 1}
 
@@ -36,7 +36,33 @@ def check_rhs(op, a_shape, b_shape):
         raise ValueError("%s: b has %d rows but a is %d x %d" % (op._label(), rows, a_shape[-2], n))
 
 
-class SolveTriangular(LinalgOp):
+class SolveBase(LinalgOp):
+    """A solve of a square ``a`` (input 0) against ``b`` (input 1, ``b_ndim`` core axes): the output
+    has ``b``'s core shape. Subclasses set ``b_ndim`` and ``check_finite``."""
+
+    def core_ndims_in(self):
+        return [2, self.b_ndim]
+
+    def check_core_shapes(self, shapes):
+        check_square(self, shapes[0], 0, "a")
+        check_rhs(self, shapes[0], shapes[1])
+
+    def core_shapes_out(self, shapes):
+        return [tuple(shapes[1])]
+
+    def check_values(self, inputs):
+        a, b = inputs
+        if a.shape[-1] != a.shape[-2]:
+            raise ValueError("%s: a must be square, got a %d x %d matrix" % ((self._label(),) + a.shape[-2:]))
+        check_rhs(self, a.shape, b.shape[b.ndim - self.b_ndim:])
+        if self.check_finite:
+            check_finite_values(self, [a, b])
+
+    def c_check(self, node, d):
+        return square_check_c(d) + "\n" + rhs_check_c(d)
+
+
+class SolveTriangular(SolveBase):
     """``x`` with ``op(A) x = b``, ``A`` triangular (see the module doc)."""
 
     __props__ = ("trans", "lower", "unit_diagonal", "check_finite", "b_ndim")
@@ -53,24 +79,6 @@ class SolveTriangular(LinalgOp):
         self.unit_diagonal = bool(unit_diagonal)
         self.check_finite = bool(check_finite)
         self.b_ndim = int(b_ndim)
-
-    def core_ndims_in(self):
-        return [2, self.b_ndim]
-
-    def check_core_shapes(self, shapes):
-        check_square(self, shapes[0], 0, "a")
-        check_rhs(self, shapes[0], shapes[1])
-
-    def core_shapes_out(self, shapes):
-        return [tuple(shapes[1])]
-
-    def check_values(self, inputs):
-        a, b = inputs
-        if a.shape[-1] != a.shape[-2]:
-            raise ValueError("solve_triangular: a must be square, got a %d x %d matrix" % a.shape[-2:])
-        check_rhs(self, a.shape, b.shape[b.ndim - self.b_ndim:])
-        if self.check_finite:
-            check_finite_values(self, [a, b])
 
     def core_perform(self, a, b):
         n = a.shape[0]
@@ -121,9 +129,6 @@ class SolveTriangular(LinalgOp):
     # code does, first, as trtrs would (LinAlgError naming the element).
     def c_routines(self, node):
         return ["trsm"]
-
-    def c_check(self, node, d):
-        return square_check_c(d) + "\n" + rhs_check_c(d)
 
     def c_core_out_shape(self, node, d):
         return [list(d.ins[1].dims)]
