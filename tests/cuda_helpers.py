@@ -189,7 +189,7 @@ class Slots:
 
     def call(self, fn):
         self.err.code = 0
-        self.err.reserved = 0
+        self.err.detail = 0
         self.err.message[0] = b"\0"
         rc = fn(self.inputs, self.n_inputs, self.outputs, self.owned, self.n_outputs, ffi.NULL, ffi.NULL, self.err)
-        return rc, self.err.reserved, ffi.string(self.err.message).decode()
+        return rc, self.err.detail, ffi.string(self.err.message).decode()

@@ -61,11 +61,13 @@ def _const(name):
 
 
 ABI_VERSION = _const("FFG_ABI_VERSION")
+ABI_MAJOR = _const("FFG_ABI_MAJOR")
+LIBRARY_API_SYMBOL = "ffg_library_api"   # the one fixed-name symbol of every graph library
 MAX_NDIM = _const("FFG_MAX_NDIM")
 DEVICE_CPU = _const("FFG_DEVICE_CPU")
 DEVICE_CUDA = _const("FFG_DEVICE_CUDA")
 
-ENTRY_POINTS = ("version", "describe", "create", "run", "destroy", "set_allocator")
+ENTRY_POINTS = ("library_api", "version", "describe", "create", "run", "destroy", "set_allocator")
 OPTIONAL_ENTRY_POINTS = ("profile",)   # only in libraries generated with profiling on
 
 
@@ -78,7 +80,10 @@ def expected_layout():
         ffi.offsetof("FfgTensor", "byte_offset"), ffi.sizeof("FfgOutput"), ffi.offsetof("FfgOutput", "base"),
         ffi.offsetof("FfgOutput", "host_buffer"), ffi.offsetof("FfgOutput", "host_capacity"),
         ffi.offsetof("FfgOutput", "alias_of"), ffi.sizeof("FfgError"), ffi.offsetof("FfgError", "message"),
-        ffi.sizeof("FfgAllocator"), ffi.sizeof("FfgSlot"), ffi.sizeof("FfgDescription"),
+        ffi.sizeof("FfgAllocator"), ffi.sizeof("FfgSlot"), ffi.offsetof("FfgSlot", "updates"),
+        ffi.offsetof("FfgSlot", "static_shape"), ffi.sizeof("FfgNode"), ffi.sizeof("FfgDescription"),
+        ffi.offsetof("FfgDescription", "nodes"), ffi.sizeof("FfgCreateOptions"), ffi.sizeof("FfgLibraryApi"),
+        ffi.sizeof("FfgProfile"),
     ]
 
 

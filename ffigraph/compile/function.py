@@ -99,6 +99,10 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
         _insert_deepcopy(fgraph, [o.borrow for o in outs] + [False] * (len(upd) + len(in_upd)),
                          [spec.borrow for spec in ins] + [True] * len(shared_vars))
     fgraph.update_slots = list(range(len(outs), len(outs) + len(upd)))
+    # per output slot, the input slot whose next value it is (a shared variable's update), or -1:
+    # what a compiled library's description tells a C host
+    fgraph.update_inputs = [-1] * len(outs) + [len(ins) + shared_vars.index(s) for s, _ in upd] \
+        + [-1] * len(in_upd)
     first = len(outs) + len(upd)
     return _link(name, ins, outs, single, fgraph, mode, shared_vars, [shared_vars.index(s) for s, _ in upd],
                  [(pos, first + k) for k, (pos, _) in enumerate(in_upd)], trust_input, profile)
@@ -951,6 +955,8 @@ def _copy_fgraph(fgraph, n_inputs, swap):
     copied = FunctionGraph([equiv[v] for v in fgraph.inputs], [equiv[v] for v in fgraph.outputs], clone=False)
     copied.mutable_inputs = {equiv[v] for v in getattr(fgraph, "mutable_inputs", ())}
     copied.update_slots = list(getattr(fgraph, "update_slots", ()))
+    if getattr(fgraph, "update_inputs", None) is not None:
+        copied.update_inputs = list(fgraph.update_inputs)
     return copied
 
 

@@ -262,7 +262,7 @@ static const char *ffg_cu_dot_status_name(cublasStatus_t status)
 }
 
 /* 0 when status is CUBLAS_STATUS_SUCCESS; otherwise FFG_ERR_CUDA in err, naming the status
-   (err->reserved stays 0: it holds a cudaError_t, and this is none). */
+   (err->detail stays 0: it holds a cudaError_t, and this is none). */
 static int32_t ffg_cu_dot_cublas_check(FfgError *err, cublasStatus_t status, const char *what)
 {
     if (status == CUBLAS_STATUS_SUCCESS)

@@ -18,7 +18,7 @@ transfer), so a launcher can also be called on its own from any host:
   host_alloc   where CPU memory comes from (NULL: malloc/free);
   device_alloc where CUDA memory comes from (NULL: cudaMalloc/cudaFree);
   err          the error record; a failing CUDA call gives FFG_ERR_CUDA with
-               ``err->reserved`` = the cudaError_t and CUDA's own name and
+               ``err->detail`` = the cudaError_t and CUDA's own name and
                string in the message.
 The return value is FFG_OK or the FFG_ERR_* code also stored in ``err``.
 
@@ -75,8 +75,8 @@ static int32_t ffg_cu_check(FfgError *err, cudaError_t status, const char *what)
     cudaGetLastError();   /* clear a non-sticky error so the next call starts clean */
     ffg_cu_error(err, FFG_ERR_CUDA, -1, "%s: CUDA error %d (%s): %s", what, (int)status,
                  cudaGetErrorName(status), cudaGetErrorString(status));
-    if (err != NULL && err->code == FFG_ERR_CUDA && err->reserved == 0)
-        err->reserved = (int32_t)status;
+    if (err != NULL && err->code == FFG_ERR_CUDA && err->detail == 0)
+        err->detail = (int32_t)status;
     return FFG_ERR_CUDA;
 }
 

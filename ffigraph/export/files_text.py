@@ -230,7 +230,7 @@ compiled them into `lib%(N)s.so` (%(nvcc_version)s; flags `%(nvcc_flags)s`).
   machine. Without a GPU, or with a driver older than this runtime, every call
   that touches the device fails with `FFG_ERR_CUDA` and CUDA's own words in
   `err.message` (e.g. "CUDA driver version is insufficient for CUDA runtime
-  version", or "no CUDA-capable device is detected"); `err.reserved` holds the
+  version", or "no CUDA-capable device is detected"); `err.detail` holds the
   `cudaError_t`. Nothing crashes.
 - Inputs marked `device: cuda` in the slot map below are device arrays: pass an
   `FfgTensor` whose data is CUDA memory and whose device is

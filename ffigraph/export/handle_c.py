@@ -41,7 +41,7 @@ static void %(N)s_clear_error(FfgError *e)
     e->code = FFG_OK;
     e->node = -1;
     e->input = -1;
-    e->reserved = 0;
+    e->detail = 0;
     e->message[0] = '\0';
 }
 
@@ -205,7 +205,7 @@ FFG_EXPORT %(N)s_handle *%(N)s_open(const FfgAllocator *allocator, FfgError *err
         h->allocator = &h->allocator_copy;
     }
     %(N)s_clear_error(&h->error);
-    h->state = %(P)s_create(h->allocator, e);
+    h->state = %(P)s_create_state(h->allocator, e);
     if (h->state == NULL) {
         ffg_release(h->allocator, h);
         return NULL;

@@ -351,9 +351,9 @@ class FakeDeviceAllocator:
 
 def call_with(fn, s, allocator):
     s.err.code = 0
-    s.err.reserved = 0
+    s.err.detail = 0
     rc = fn(s.inputs, 2, s.outputs, s.owned, 1, ffi.NULL, allocator.struct, s.err)
-    return rc, s.err.reserved, ffi.string(s.err.message).decode()
+    return rc, s.err.detail, ffi.string(s.err.message).decode()
 
 
 @needs_nvcc

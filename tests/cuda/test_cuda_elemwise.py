@@ -411,7 +411,7 @@ def test_launch_path_with_a_host_memory_allocator_without_gpu(built, symbol, sha
         assert slots.outputs[0].device.device_type == 2
     else:         # the launch (or the flag's cudaMemset) failed: everything allocated was released
         assert launches is not False, msg
-        _assert_no_gpu(rc, err.reserved, msg)
+        _assert_no_gpu(rc, err.detail, msg)
         assert al.live == {} and al.calls >= len(node.outputs)
 
 

@@ -144,7 +144,7 @@ def test_a_variable_read_twice_is_one_parameter():
     xs = [T.dvector("x%d" % i) for i in range(3)]
     outs = [x - x * 2.0 for x in xs] + [x * x for x in xs]
     f = function(xs, outs, mode=Mode(linker="c", optimizer=None))
-    assert re.search(r"_fn\d+\(state, err, \d+, \"[^\"]*\", &V(\d+), &V\d+\)", f.c_source())
+    assert re.search(r"_fn\d+\(state, err, \d+, -?\d+, \"[^\"]*\", &V(\d+), &V\d+\)", f.c_source())
     vals = [np.arange(3.0) + i for i in range(3)]
     for got, want in zip(f(*vals), [v - v * 2.0 for v in vals] + [v * v for v in vals]):
         np.testing.assert_allclose(got, want)

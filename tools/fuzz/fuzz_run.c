@@ -530,6 +530,7 @@ int fuzz_one(const uint8_t *data, size_t size)
     FfgOutput *out_arg;
     FfgError *err_arg = &err;
     const FfgAllocator *state_allocator;
+    FfgCreateOptions options = FFG_CREATE_OPTIONS_INIT;
 
     if (n_out > MAX_SLOTS || n_in > MAX_SLOTS) {
         fprintf(stderr, "the harness handles at most %d slots\n", MAX_SLOTS);
@@ -540,7 +541,8 @@ int fuzz_one(const uint8_t *data, size_t size)
     if (fresh) {
         fresh_counts.fail_after = pick(r, 4) == 0 ? (int)pick(r, 6) : -1;
         state_allocator = pick(r, 2) ? &fresh_allocator : NULL;
-        state = P_create(state_allocator, &err);
+        options.allocator = state_allocator;
+        state = P_create(&options, &err);
         if (state == NULL) {
             /* only an allocation failure may refuse to create */
             if (err.code != FFG_ERR_NOMEM || fresh_counts.fail_after < 0)
@@ -552,7 +554,8 @@ int fuzz_one(const uint8_t *data, size_t size)
         }
     } else {
         if (persistent_state == NULL) {
-            persistent_state = P_create(&persistent_allocator, &err);
+            options.allocator = &persistent_allocator;
+            persistent_state = P_create(&options, &err);
             if (persistent_state == NULL) {
                 fprintf(stderr, "P_create failed: %s\n", err.message);
                 abort();

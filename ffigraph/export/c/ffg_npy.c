@@ -87,7 +87,7 @@ static void clear_error(FfgError *err)
     err->code = FFG_OK;
     err->node = -1;
     err->input = -1;
-    err->reserved = 0;
+    err->detail = 0;
     err->message[0] = '\0';
 }
 

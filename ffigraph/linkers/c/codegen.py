@@ -220,6 +220,102 @@ def _comment(text):
     return "/* %s */" % comment_text(text)
 
 
+OP_LABEL_LIMIT = 60     # characters of an op's text in error messages and the node table
+NODE_TEXT_LIMIT = 200   # characters of a node's text in the node table and after an error's cause
+
+
+def short_text(text, limit):
+    """``text`` cut to ``limit`` characters; ``Name{...}`` keeps its closing brace, so a long fused
+    expression reads ``Composite{exp((sin(...}``."""
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    brace = text.find("{")
+    if 0 < brace < limit - 5 and text.endswith("}"):
+        return text[:limit - 4] + "...}"
+    return text[:limit - 3] + "..."
+
+
+def _shorten_op_text(op, *codes):
+    """The op's code with its full text (a fused op's whole expression, which ops put in their
+    messages) replaced by a short label, so an error message has room for its cause."""
+    full = str(op)
+    if len(full) <= OP_LABEL_LIMIT:
+        return codes
+    label = short_text(full, OP_LABEL_LIMIT)
+    return tuple(c.replace(full, label) if isinstance(c, str) else c for c in codes)
+
+
+def _operand_text(var, inputs, producers):
+    """How a node's text names an operand: a graph input by its name, a constant by its value, a
+    computed value by the node that computes it."""
+    if var in producers:
+        index, k, n_out = producers[var]
+        return var.name or ("node%d" % index if n_out == 1 else "node%d.%d" % (index, k))
+    if var in inputs:
+        return var.name or "input%d" % inputs.index(var)
+    return short_text(var, 16)
+
+
+def _node_texts(order, inputs):
+    """Each node's short text for the node table and error records: ``Dot(x, node2)``."""
+    producers, texts = {}, []
+    for index, node in enumerate(order):
+        operands = ", ".join(_operand_text(v, inputs, producers) for v in node.inputs)
+        texts.append(short_text("%s(%s)" % (short_text(node.op, OP_LABEL_LIMIT), operands), NODE_TEXT_LIMIT))
+        for k, var in enumerate(node.outputs):
+            producers[var] = (index, k, len(node.outputs))
+    return texts
+
+
+def _fault_inputs(order, inputs):
+    """Per node, the one input slot whose value it depends on, or -1 when it depends on none or on
+    several: a value error in such a node can only come from that input."""
+    depends = {var: frozenset((slot,)) for slot, var in enumerate(inputs)}
+    empty, faults = frozenset(), []
+    for node in order:
+        mine = empty.union(*[depends.get(v, empty) for v in node.inputs])
+        for var in node.outputs:
+            depends[var] = mine
+        faults.append(next(iter(mine)) if len(mine) == 1 else -1)
+    return faults
+
+
+def unique_slot_names(inputs, input_roles, outputs, output_roles, update_inputs):
+    """The slots' names as a host sees them: the user's variable names, "input<k>", "shared<k>",
+    "output<k>" for unnamed ones, "<shared name>.update" for an update; a repeated name gets
+    "_<n>" (the first free n), so every name is unique."""
+    def named(var):   # a C string stops at NUL: compare names as the host will read them
+        return str(var.name).split("\0")[0] if var.name is not None else ""
+
+    wanted, count = [], {0: 0, 1: 0}
+    for var, role in zip(inputs, input_roles):
+        kind = 1 if role == 1 else 0
+        wanted.append(named(var) or ("shared%d" % count[1] if kind else "input%d" % count[0]))
+        count[kind] += 1
+    taken, names = set(), []
+
+    def claim(name):
+        name = str(name)
+        if name in taken:
+            n = 1
+            while "%s_%d" % (name, n) in taken:
+                n += 1
+            name = "%s_%d" % (name, n)
+        taken.add(name)
+        names.append(name)
+
+    for name in wanted:
+        claim(name)
+    for k, (var, role) in enumerate(zip(outputs, output_roles)):
+        target = update_inputs[k] if k < len(update_inputs) else -1
+        if role == 3 and 0 <= target < len(inputs):
+            claim(names[target] + ".update")
+        else:
+            claim(named(var) or "output%d" % k)
+    return names[:len(inputs)], names[len(inputs):]
+
+
 def _param(name):
     """The pointer parameter behind canonical variable name ``name`` (ffg_in0 -> ffg_p_in0)."""
     return "ffg_p_" + name[len("ffg_"):]
@@ -279,6 +375,10 @@ class _Generator:
             self.globals = parent.globals
             self.requirements = parent.requirements
         self.cacheable = True
+        self.update_inputs = list(getattr(fgraph, "update_inputs", None) or [-1] * len(self.outputs)) \
+            if parent is None else [-1] * len(self.outputs)
+        self.node_texts = _node_texts(self.order, self.inputs)
+        self.fault_input = _fault_inputs(self.order, self.inputs)
 
     # ---- collecting what objects ask for
 
@@ -362,7 +462,8 @@ class _Generator:
         cleanups.append((label, cleanup))
 
     def _sub(self, fail_label, node_index, where, **extra):
-        fail = "{ ffg_mark_failure(err, %d, %s); goto %s; }" % (node_index, _c_string(where), fail_label)
+        fault = self.fault_input[node_index] if node_index >= 0 else -1
+        fail = "{ ffg_mark_failure(err, %d, %d, %s); goto %s; }" % (node_index, fault, _c_string(where), fail_label)
         sub = dict(fail=fail, err="err", allocator="state->allocator", device_allocator="state->device_allocator",
                    struct="state", node_index=node_index)
         sub.update(extra)
@@ -414,7 +515,7 @@ class _Generator:
         lines = []
         for slot, var in enumerate(self.outputs):
             if var.owner is not None and var not in self.outputs[:slot]:
-                sub = dict(output="(&outputs[%d])" % slot)
+                sub = dict(output="(&state->offers[%d])" % slot)
                 code = _optional(var.type, "c_offer_output", self.name(var), sub)
                 if code:
                     lines.append(code)
@@ -528,7 +629,7 @@ class _Generator:
         label = "__label_%s" % nname
         ins = [self.name(v) for v in node.inputs]
         outs = [self.name(v) for v in node.outputs]
-        sub = self._sub(label, index, "node #%d %s" % (index, node))
+        sub = self._sub(label, index, self.node_texts[index])
         context = _optional(op, "get_context", node)
         if context is not None:
             sub["context"] = context
@@ -536,7 +637,7 @@ class _Generator:
         if inner:
             sub["inner_graphs"] = [self._inner_graph(index, node, k, g) for k, g in enumerate(inner)]
         support = _optional(op, "c_support_code_apply", node, nname) or ""
-        self._add_unique(self.globals, [support])
+        self._add_unique(self.globals, list(_shorten_op_text(op, support)))
         # GPU nodes: their launchers and kernels, compiled by nvcc into the same library
         self._add_unique(self.requirements["cuda_sources"], [_optional(op, "c_cuda_source_apply", node, nname)])
         self._add_unique(self.init_code, [_optional(op, "c_init_code_apply", node, nname)])
@@ -554,6 +655,7 @@ class _Generator:
             self.cacheable = False
         code = op.c_code(node, nname, ins, outs, sub)
         cleanup = _optional(op, "c_code_cleanup", node, nname, ins, outs, sub) or ""
+        code, cleanup = _shorten_op_text(op, code, cleanup)
         signature = NODE_SIGNATURE % dict(qualifier=qualifier, P=self.prefix, index=index)
         # an op with inner graphs stays with them and with create, in the first part (plan_parts)
         return _NodeFunction(NODE_TEMPLATE % dict(comment=_comment("node #%d: %s" % (index, node)),
@@ -607,12 +709,14 @@ class _Generator:
                     params.append((match.group(1).strip(), canonical[var]))
             ins = [canonical[v] for v in node.inputs]
             outs = [canonical[v] for v in node.outputs]
-            sub = dict(fail="{ ffg_mark_failure(err, ffg_node_index, ffg_where); goto __label_%s; }" % SHARED_NAME,
+            sub = dict(fail="{ ffg_mark_failure(err, ffg_node_index, ffg_node_input, ffg_where); "
+                            "goto __label_%s; }" % SHARED_NAME,
                        err="err", allocator="state->allocator", device_allocator="state->device_allocator",
                        struct="state", node_index="ffg_node_index")
             support = _optional(op, "c_support_code_apply", node, SHARED_NAME) or ""
             code = op.c_code(node, SHARED_NAME, ins, outs, sub)
             cleanup = _optional(op, "c_code_cleanup", node, SHARED_NAME, ins, outs, sub) or ""
+            support, code, cleanup = _shorten_op_text(op, support, code, cleanup)
         except Exception:   # whatever fails here, the node's own generation reports (or works)
             return None
         if not isinstance(code, str) or not isinstance(support, str) or not isinstance(cleanup, str):
@@ -649,7 +753,8 @@ class _Generator:
                 cleanup=_indent(parts["cleanup"].replace(SHARED_NAME, nname))),
                 signature, compile_weight(parts["code"], parts["cleanup"], parts["support"])))
         args = "".join(", &%s" % self.name(v) for v in parts["variables"])
-        return "%s(state, err, %d, %s%s)" % (defined[key], index, _c_string("node #%d %s" % (index, node)), args)
+        return "%s(state, err, %d, %d, %s%s)" % (defined[key], index, self.fault_input[index],
+                                                 _c_string(self.node_texts[index]), args)
 
     def _inner_graph(self, index, node, k, fgraph):
         """Generate inner graph k of node #index into this unit (before this graph's code); this
@@ -665,7 +770,7 @@ class _Generator:
         member = "inner_%s" % tag
         self.struct_members.append("%s_state *%s;  %s" % (gen.prefix, member,
                                                           _comment("inner graph %d of node #%d" % (k, index))))
-        self.init_code.append("state->%s = %s_create(state->allocator, err);\nif (state->%s == NULL)\n"
+        self.init_code.append("state->%s = %s_create_state(state->allocator, err);\nif (state->%s == NULL)\n"
                               "    goto __create_fail;" % (member, gen.prefix, member))
         self.struct_cleanup.append("%s_destroy(state->%s);\nstate->%s = NULL;" % (gen.prefix, member, member))
         return dict(prefix=gen.prefix, state="state->%s" % member)
@@ -695,17 +800,24 @@ class _Generator:
         return "\n\n".join(texts), head, "#if FFG_PART_HAS(0)   /* ---- part 0: the entry points ---- */\n", \
             "\n#endif   /* part 0 */\n"
 
-    def _slot_table(self, name, variables, roles):
+    def _slot_table(self, name, variables, roles, names, updates):
         shapes, slots = [], []
         for i, (var, role) in enumerate(zip(variables, roles)):
             code, bits = dtype_code(var.type.c_abi_dtype())
             static = getattr(var.type, "shape", ())
             dims = ", ".join(str(-1 if s is None else s) for s in static) or "0"
             shapes.append("static const int64_t %s_shape%d[] = {%s};" % (name, i, dims))
-            slots.append("    {%s, %d, %d, {%d, %d, 1}, %s_shape%d}," % (
-                _c_string(var), role, len(static), code, bits, name, i))
-        table = "static const FfgSlot %s[] = {\n%s\n    {0, 0, 0, {0, 0, 0}, 0}\n};" % (name, "\n".join(slots))
+            slots.append("    {%s, %d, %d, {%d, %d, 1}, %d, %s_shape%d},   %s" % (
+                _c_string(names[i]), role, len(static), code, bits, updates[i] if role == 3 else -1, name, i,
+                _comment(var)))
+        table = "static const FfgSlot %s[] = {\n%s\n    {0, 0, 0, {0, 0, 0}, -1, 0}\n};" % (name, "\n".join(slots))
         return "\n".join(shapes) + "\n" + table
+
+    def _node_table(self):
+        rows = ["    {%s, %s},   /* #%d */" % (_c_string(short_text(node.op, OP_LABEL_LIMIT)),
+                                               _c_string(self.node_texts[k]), k)
+                for k, node in enumerate(self.order)]
+        return "static const FfgNode ffg_nodes[] = {\n%s\n    {0, 0}\n};" % "\n".join(rows)
 
     def _unit(self, body, node_functions):
         headers = "\n".join(h if h.startswith("#") else "#include %s" % (h if h[0] in "<\"" else "<%s>" % h)
@@ -742,16 +854,24 @@ class _Generator:
             profile_members=profile_c.STATE_MEMBERS % sizes if self.profile else "",
             run_start=("    " + profile_c.RUN_START) if self.profile else "",
             run_end=profile_c.RUN_END if self.profile else "",
-            linkage="FFG_EXPORT" if top else "static", interface="", set_allocator="",
+            linkage="FFG_EXPORT" if top else "static", interface="", set_allocator="", create_export="",
             parts_head=parts_head, glue_begin=glue_begin, glue_end=glue_end,
         )
         if top:
+            in_names, out_names = unique_slot_names(self.inputs, self.input_roles, self.outputs,
+                                                    self.output_roles, self.update_inputs)
             values["interface"] = INTERFACE_TEMPLATE % dict(
-                values, inputs_table=self._slot_table("ffg_input_slots", self.inputs, self.input_roles),
-                outputs_table=self._slot_table("ffg_output_slots", self.outputs, self.output_roles),
+                values, n_nodes=len(self.order), node_table=self._node_table(),
+                flags="FFG_DESCRIBE_PROFILED" if self.profile else "0",
+                inputs_table=self._slot_table("ffg_input_slots", self.inputs, self.input_roles, in_names,
+                                              [-1] * len(self.inputs)),
+                outputs_table=self._slot_table("ffg_output_slots", self.outputs, self.output_roles, out_names,
+                                               self.update_inputs),
                 profile_function=(profile_c.PROFILE_FUNCTION % dict(sizes, n_nodes=len(self.order),
                                                                     n_values=n_values) if self.profile else ""))
             values["set_allocator"] = SET_ALLOCATOR_TEMPLATE % values
+            values["create_export"] = CREATE_EXPORT_TEMPLATE % dict(
+                values, profile_entry="%s_profile" % self.prefix if self.profile else "NULL")
         return GRAPH_TEMPLATE % values
 
 
@@ -781,6 +901,7 @@ typedef struct %(P)s_state {
     FfgAllocator device_allocator_copy;
     int64_t out_shape[%(n_out_alloc)d][FFG_MAX_NDIM];
     int64_t out_strides[%(n_out_alloc)d][FFG_MAX_NDIM];
+    FfgOutput offers[%(n_out_alloc)d];   /* the host's offered blocks, less those run declined */
     int busy;    /* set while a run uses the frame: one state serves one call at a time */
     %(P)s_frame frame;
 %(members)s
@@ -807,15 +928,10 @@ typedef struct %(P)s_state {
         free(state);
 }
 
-%(set_allocator)s%(linkage)s void *%(P)s_create(const FfgAllocator *allocator, FfgError *err)
+%(set_allocator)sstatic void *%(P)s_create_state(const FfgAllocator *allocator, FfgError *err)
 {
     %(P)s_state *state;
-    if (err) {
-        err->code = FFG_OK;
-        err->node = -1;
-        err->input = -1;
-        err->message[0] = '\0';
-    }
+    ffg_clear_error(err);
     state = (%(P)s_state *)(allocator ? allocator->alloc(allocator->ctx, sizeof *state)
                                       : malloc(sizeof *state));
     if (state == NULL) {
@@ -830,11 +946,11 @@ typedef struct %(P)s_state {
 %(init)s
     return state;
 __create_fail:
-    ffg_mark_failure(err, -1, "creating the state");
+    ffg_mark_failure(err, -1, -1, "creating the state");
     %(P)s_destroy(state);
     return NULL;
 }
-
+%(create_export)s
 %(run_attributes)s%(linkage)s int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
                               FfgOutput *outputs, int32_t n_outputs, FfgError *err)
 {
@@ -843,10 +959,7 @@ __create_fail:
     int32_t k;
     if (err == NULL)
         return FFG_ERR_ABI;   /* nowhere to say why; every other mistake is reported in err */
-    err->code = FFG_OK;
-    err->node = -1;
-    err->input = -1;
-    err->message[0] = '\0';
+    ffg_clear_error(err);
     if (state == NULL || n_inputs != %(n_in)d || n_outputs != %(n_out)d) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "run: expected a state, %(n_in)d inputs and %(n_out)d outputs, "
                       "got %%s, %%d inputs and %%d outputs", state ? "a state" : "state NULL",
@@ -869,8 +982,11 @@ __create_fail:
     for (k = 0; k < n_outputs; ++k) {
         outputs[k].base = NULL;
         outputs[k].alias_of = FFG_OUT_OWNED;
+        outputs[k].reserved = 0;
         outputs[k].tensor.data = NULL;
     }
+    /* an offered block that overlaps an input (or another offer) would be written while read */
+    ffg_screen_offers(inputs, n_inputs, outputs, n_outputs, state->offers);
 %(body)s
 %(run_end)s
     __atomic_store_n(&state->busy, 0, __ATOMIC_RELEASE);
@@ -878,13 +994,15 @@ __create_fail:
 }
 %(glue_end)s"""
 
-INTERFACE_TEMPLATE = r"""/* ---- description ---- */
+INTERFACE_TEMPLATE = r"""/* ---- description: slots, nodes, layout ---- */
 %(inputs_table)s
 %(outputs_table)s
+%(node_table)s
 static const int64_t ffg_layout[] = {FFG_LAYOUT_ENTRIES};
 static const FfgDescription ffg_description = {
-    FFG_ABI_VERSION, (int32_t)(sizeof ffg_layout / sizeof ffg_layout[0]), ffg_layout,
-    %(n_in)d, %(n_out)d, ffg_input_slots, ffg_output_slots, "FFG_SOURCE_HASH"
+    sizeof(FfgDescription), FFG_ABI_VERSION, %(flags)s, (int32_t)(sizeof ffg_layout / sizeof ffg_layout[0]),
+    %(n_in)d, ffg_layout, ffg_input_slots, %(n_out)d, %(n_nodes)d, ffg_output_slots, ffg_nodes,
+    "%(P)s", "FFG_SOURCE_HASH"
 };
 
 FFG_EXPORT uint32_t %(P)s_version(void)
@@ -897,6 +1015,47 @@ FFG_EXPORT const FfgDescription *%(P)s_describe(void)
     return &ffg_description;
 }
 %(profile_function)s
+"""
+
+# The exported create: checks the host's options (a host of ABI 1 passed an FfgAllocator pointer or
+# NULL here: it is told so), then the state; and the table ffg_library_api hands a host.
+CREATE_EXPORT_TEMPLATE = r"""
+FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator);
+FFG_EXPORT int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
+                             FfgOutput *outputs, int32_t n_outputs, FfgError *err);
+
+FFG_EXPORT void *%(P)s_create(const FfgCreateOptions *options, FfgError *err)
+{
+    %(P)s_state *state;
+    ffg_clear_error(err);
+    if (ffg_check_create_options(options, err))
+        return NULL;
+    state = (%(P)s_state *)%(P)s_create_state(options->allocator, err);
+    if (state != NULL && options->device_allocator != NULL
+            && %(P)s_set_allocator(state, FFG_DEVICE_CUDA, options->device_allocator) != FFG_OK) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "create: options->device_allocator has a NULL function");
+        %(P)s_destroy(state);
+        return NULL;
+    }
+    return state;
+}
+
+static const FfgLibraryApi ffg_api = {
+    sizeof(FfgLibraryApi), FFG_ABI_VERSION, 7, "%(P)s",
+    %(P)s_version, %(P)s_describe, %(P)s_create, %(P)s_run, %(P)s_destroy, %(P)s_set_allocator,
+    %(profile_entry)s
+};
+
+FFG_EXPORT const FfgLibraryApi *%(P)s_library_api(uint32_t abi_major)
+{
+    return abi_major == FFG_ABI_MAJOR ? &ffg_api : NULL;
+}
+
+/* The one fixed-name symbol: dlsym(handle, "ffg_library_api") is all a host needs. */
+FFG_EXPORT const FfgLibraryApi *ffg_library_api(uint32_t abi_major)
+{
+    return %(P)s_library_api(abi_major);
+}
 """
 
 SET_ALLOCATOR_TEMPLATE = r"""FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator)
@@ -924,7 +1083,7 @@ UNIT_TEMPLATE = UNIT_HEAD + GRAPH_TEMPLATE   # the exported graph (with the inte
 # function gets pointers to them (named as the op's code knows them by macros, undone after it),
 # the node's index and description (for its failure record) from each call.
 SHARED_SIGNATURE = r"""%(qualifier)s int32_t %(name)s(%(P)s_state *state, FfgError *err,
-        int32_t ffg_node_index, const char *ffg_where%(params)s)"""
+        int32_t ffg_node_index, int32_t ffg_node_input, const char *ffg_where%(params)s)"""
 
 SHARED_NODE_TEMPLATE = r"""%(comment)s
 %(defines)s

@@ -31,6 +31,7 @@ _log = logging.getLogger("ffigraph.linkers")
 ndarray = np.ndarray
 
 ROLE_INPUT, ROLE_SHARED, ROLE_OUTPUT, ROLE_UPDATE = 0, 1, 2, 3
+NODE_LINE = "\n  in node #"   # what an error record's message has after its cause (ffg_mark_failure)
 
 
 def _is_tensor_type(t):
@@ -190,12 +191,17 @@ class CompiledGraph:
 
     def _exception(self):
         cls, message, node_index, input_index = self.block.error()
+        # the record's cause, then a line naming the node, which the annotation says at more length
+        annotated = self.annotate and 0 <= node_index < len(self.nodes)
+        message, in_node, node_text = message.partition(NODE_LINE)
         if input_index >= 0:
             message += " (input %d: %s)" % (input_index, self.inputs[input_index])
+        if in_node and not annotated:
+            message += in_node + node_text
         exc = cls(message)
         exc.failed_node_index = node_index
         exc.failed_input_index = input_index
-        if self.annotate and 0 <= node_index < len(self.nodes):
+        if annotated:
             annotate_node_error(exc, self.nodes[node_index], node_index, self.fgraph)
         return exc
 

@@ -15,7 +15,7 @@ import os
 import threading
 import weakref
 
-from ffigraph.abi import ABI_VERSION, expected_layout, ffi
+from ffigraph.abi import ABI_MAJOR, ABI_VERSION, LIBRARY_API_SYMBOL, expected_layout, ffi
 from ffigraph.linkers.timing import compile_phase
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
@@ -53,12 +53,16 @@ class LoadedLibrary:
         # this object's hold ends when it is freed: the deleter of a cdata only it references
         self._hold = ffi.gc(opened.handle, functools.partial(_let_go, opened, _SELF))
         try:
-            self.version = self._entry("version")
-            self.describe = self._entry("describe")
-            self.create = self._entry("create")
-            self.run = self._entry("run")
-            self.destroy = self._entry("destroy")
-            self.set_allocator = self._entry("set_allocator")
+            # the one fixed-name symbol, as a C host finds it; its table holds every other function
+            api = symbol(self.opened.handle, LIBRARY_API_SYMBOL, "ffg_library_api_fn *")(ABI_MAJOR)
+            if api == ffi.NULL:
+                raise AbiMismatchError("%s does not speak ABI major %d (ffg_library_api(%d) is NULL); rebuild it"
+                                       % (path, ABI_MAJOR, ABI_MAJOR))
+            self._check_api(api)
+            self.api = api
+            self.version, self.describe, self.create = api.version, api.describe, api.create
+            self.run, self.destroy, self.set_allocator = api.run, api.destroy, api.set_allocator
+            self._profile = api.profile
             self._check_abi()
         except BaseException:
             # unload it now: the dynamic loader would otherwise hand this very library back for a
@@ -83,12 +87,23 @@ class LoadedLibrary:
         """``P_create``'s state, destroyed with ``P_destroy`` when its cdata is freed; the library
         stays loaded until then. Returns (state, error record); the state is NULL on failure."""
         err = ffi.new("FfgError *")
-        state = self.create(allocator, err)
+        options = ffi.new("FfgCreateOptions *", dict(struct_size=ffi.sizeof("FfgCreateOptions"),
+                                                     abi_version=ABI_VERSION, allocator=allocator))
+        state = self.create(options, err)
         if state == ffi.NULL:
             return state, err
         key = ("state", int(ffi.cast("uintptr_t", state)))
         self.opened.hold(key)
         return ffi.gc(state, functools.partial(_destroy_state, self.destroy, self.opened, key)), err
+
+    def _check_api(self, api):
+        if api.abi_version // 1000 != ABI_MAJOR or api.struct_size < ffi.sizeof("FfgLibraryApi"):
+            raise AbiMismatchError("%s: its ffg_library_api table is for ABI %d (%d bytes), this ffigraph speaks "
+                                   "%d (%d bytes); rebuild it" % (self.path, api.abi_version, api.struct_size,
+                                                                  ABI_VERSION, ffi.sizeof("FfgLibraryApi")))
+        found = ffi.string(api.prefix).decode("ascii", "replace")
+        if found != self.prefix:
+            raise AbiMismatchError("%s names its symbols %s, expected %s" % (self.path, found, self.prefix))
 
     def _check_abi(self):
         version = self.version()
@@ -102,11 +117,10 @@ class LoadedLibrary:
 
     def profile_function(self):
         """``P_profile``, which only a library generated with profiling on exports."""
-        try:
-            return self._entry("profile")
-        except AttributeError:
+        if self._profile == ffi.NULL:
             raise RuntimeError("%s has no %s_profile: it was not generated with profiling on"
-                               % (self.path, self.prefix)) from None
+                               % (self.path, self.prefix))
+        return self._profile
 
     def slots(self):
         """[(name, role, ndim, code, bits)] for inputs, then outputs, as the library describes them."""
@@ -117,6 +131,17 @@ class LoadedLibrary:
                      table[i].dtype.bits) for i in range(n)]
 
         return read(desc.inputs, desc.n_inputs), read(desc.outputs, desc.n_outputs)
+
+    def updates(self):
+        """Per output slot, the input slot it updates (FfgSlot.updates), or -1."""
+        desc = self.describe()
+        return [desc.outputs[i].updates for i in range(desc.n_outputs)]
+
+    def node_table(self):
+        """[(op, text)] per node in execution order, as FfgDescription.nodes has them."""
+        desc = self.describe()
+        return [(ffi.string(desc.nodes[i].op).decode("utf-8", "replace"),
+                 ffi.string(desc.nodes[i].text).decode("utf-8", "replace")) for i in range(desc.n_nodes)]
 
 
 def _let_go(opened, key, _cdata):

@@ -514,7 +514,7 @@ class CallBlock:
         name, cls = error_codes().get(err.code, ("runtime", RuntimeError))
         message = ffi.string(err.message).decode("utf-8", "replace")
         if name == "cuda":
-            cls = _cuda_error_class(err.reserved)
+            cls = _cuda_error_class(err.detail)
         return cls, message, err.node, err.input
 
 

@@ -35,13 +35,148 @@ static void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char
     va_end(ap);
 }
 
-/* Called by every fail path: records which node failed (if the op did not say why, says so). */
-static void ffg_mark_failure(FfgError *err, int32_t node, const char *where)
+/* Every field reset, at the start of each call that takes an error record. */
+static void ffg_clear_error(FfgError *err)
 {
+    if (err == NULL)
+        return;
+    err->code = FFG_OK;
+    err->node = -1;
+    err->input = -1;
+    err->detail = 0;
+    memset(err->message, 0, FFG_ERROR_MESSAGE_SIZE);
+}
+
+/* Called by every fail path: records which node failed (if the op did not say why, says so), the
+ * one input slot the node depends on when the failure is about values, and the node's text on a
+ * line after the cause, cut to the room left (the cause is never cut for it). */
+static void ffg_mark_failure(FfgError *err, int32_t node, int32_t input, const char *where)
+{
+    size_t used, room;
     if (err->code == FFG_OK)
         ffg_set_error(err, FFG_ERR_RUNTIME, -1, "%s failed without an error message", where);
-    if (err->node < 0)
-        err->node = node;
+    if (node < 0 || err->node >= 0)
+        return;   /* not a node, or an inner node already said where */
+    err->node = node;
+    if (err->input < 0 && input >= 0 && (err->code == FFG_ERR_TYPE || err->code == FFG_ERR_VALUE
+                                         || err->code == FFG_ERR_INDEX || err->code == FFG_ERR_LINALG))
+        err->input = input;
+    used = strlen(err->message);
+    room = FFG_ERROR_MESSAGE_SIZE - used;
+    if (room > 24)
+        snprintf(err->message + used, room, "\n  in node #%d: %s", (int)node, where);
+}
+
+/* P_create's options: a host of this major, with a struct it filled in. A host of ABI 1 passed a
+ * FfgAllocator pointer (whose first bytes are a function's address) or NULL here. */
+static int ffg_check_create_options(const FfgCreateOptions *options, FfgError *err)
+{
+    if (options == NULL) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "create: options is NULL; this library speaks ABI %d.%d, whose "
+                      "create takes an FfgCreateOptions (FFG_CREATE_OPTIONS_INIT). A host built against an "
+                      "older ffigraph_abi.h must be rebuilt", FFG_ABI_MAJOR, FFG_ABI_MINOR);
+        return -1;
+    }
+    if (options->struct_size < 8 || options->abi_version / 1000 != FFG_ABI_MAJOR) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "create: the host speaks ABI version %u (options of %u bytes), "
+                      "this library speaks ABI %d.%d: rebuild the host against this library's ffigraph_abi.h "
+                      "(an ABI 1 host passes an FfgAllocator here)", (unsigned)options->abi_version,
+                      (unsigned)options->struct_size, FFG_ABI_MAJOR, FFG_ABI_MINOR);
+        return -1;
+    }
+    if (options->struct_size >= offsetof(FfgCreateOptions, allocator) + sizeof(void *)
+            && options->allocator != NULL
+            && (options->allocator->alloc == NULL || options->allocator->release == NULL)) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "create: options->allocator has a NULL %s function",
+                      options->allocator->alloc == NULL ? "alloc" : "release");
+        return -1;
+    }
+    return 0;
+}
+
+/* The bytes [*lo, *hi) a CPU input's elements may occupy; 0 when it has none, -1 when it cannot
+ * be told (a malformed tensor, which extraction refuses later). */
+static int ffg_extent(const FfgTensor *t, uintptr_t *lo, uintptr_t *hi)
+{
+    uint64_t itemsize = t->dtype.bits / 8 ? (uint64_t)(t->dtype.bits / 8) : 1, below = 0, above = 0;
+    uintptr_t base;
+    int d;
+    if (t->ndim < 0 || t->ndim > FFG_MAX_NDIM || (t->ndim > 0 && t->shape == NULL))
+        return -1;
+    for (d = 0; d < t->ndim; ++d) {
+        if (t->shape[d] < 0)
+            return -1;
+        if (t->shape[d] == 0)
+            return 0;
+    }
+    if (t->data == NULL)
+        return -1;
+    base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    if (t->strides == NULL) {   /* C order: the elements are one run */
+        uint64_t size = 1;
+        for (d = 0; d < t->ndim; ++d) {
+            if ((uint64_t)t->shape[d] > ((uint64_t)1 << 62) / size)
+                return -1;
+            size *= (uint64_t)t->shape[d];
+        }
+        above = (size - 1) * itemsize;
+    }
+    for (d = 0; t->strides != NULL && d < t->ndim; ++d) {
+        uint64_t steps = (uint64_t)(t->shape[d] - 1), step;
+        int64_t s = t->strides[d];
+        uint64_t a = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
+        if (steps == 0 || a == 0)
+            continue;
+        if (a > ((uint64_t)1 << 62) / itemsize / steps)
+            return -1;
+        step = a * itemsize * steps;
+        if (s < 0)
+            below += step;
+        else
+            above += step;
+        if (below > ((uint64_t)1 << 62) || above > ((uint64_t)1 << 62))
+            return -1;
+    }
+    *lo = base - (uintptr_t)below;
+    *hi = base + (uintptr_t)above + (uintptr_t)itemsize;
+    return 1;
+}
+
+/* The host's offers, less those that overlap an input's memory or an earlier offer: such a block
+ * would be written while it is still read (a wrong answer), so it is declined (the result goes to
+ * a block of the library's own, which is always correct). */
+static void ffg_screen_offers(const FfgTensor *inputs, int32_t n_inputs, const FfgOutput *outputs,
+                              int32_t n_outputs, FfgOutput *offers)
+{
+    int32_t k, i;
+    for (k = 0; k < n_outputs; ++k) {
+        uintptr_t lo, hi, in_lo, in_hi;
+        int extent;
+        offers[k].host_buffer = outputs[k].host_buffer;
+        offers[k].host_capacity = outputs[k].host_capacity;
+        if (offers[k].host_buffer == NULL || offers[k].host_capacity <= 0) {
+            offers[k].host_buffer = NULL;
+            offers[k].host_capacity = 0;
+            continue;
+        }
+        lo = (uintptr_t)offers[k].host_buffer;
+        hi = lo + (uintptr_t)offers[k].host_capacity;
+        if (hi < lo)
+            hi = UINTPTR_MAX;
+        for (i = 0; i < n_inputs && offers[k].host_buffer != NULL; ++i) {
+            extent = ffg_extent(&inputs[i], &in_lo, &in_hi);
+            if (extent < 0 || (extent > 0 && in_lo < hi && lo < in_hi))
+                offers[k].host_buffer = NULL;
+        }
+        for (i = 0; i < k && offers[k].host_buffer != NULL; ++i) {
+            in_lo = (uintptr_t)offers[i].host_buffer;
+            in_hi = in_lo + (uintptr_t)offers[i].host_capacity;
+            if (offers[i].host_buffer != NULL && in_lo < hi && lo < in_hi)
+                offers[k].host_buffer = NULL;
+        }
+        if (offers[k].host_buffer == NULL)
+            offers[k].host_capacity = 0;
+    }
 }
 
 static void *ffg_malloc(const FfgAllocator *al, size_t nbytes)
@@ -252,6 +387,11 @@ static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const 
         if (t->device.device_type != device_type) {
             ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a%s array, got device type %d",
                           name, device_type == FFG_DEVICE_CUDA ? " CUDA" : " CPU", (int)t->device.device_type);
+            return -1;
+        }
+        if (device_type == FFG_DEVICE_CPU && t->device.device_id != 0) {
+            ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: a CPU array has device_id 0, got %d",
+                          name, (int)t->device.device_id);
             return -1;
         }
         if (t->dtype.code != code || t->dtype.bits != bits || t->dtype.lanes != 1) {

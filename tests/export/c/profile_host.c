@@ -20,7 +20,10 @@ static void *entry(void *lib, const char *prefix, const char *name)
 {
     char symbol[256];
     void *fn;
-    snprintf(symbol, sizeof symbol, "%s_%s", prefix, name);
+    if (prefix == NULL)
+        snprintf(symbol, sizeof symbol, "%s", name);
+    else
+        snprintf(symbol, sizeof symbol, "%s_%s", prefix, name);
     fn = dlsym(lib, symbol);
     if (fn == NULL) {
         fprintf(stderr, "profile_host: no %s in the library\n", symbol);
@@ -70,12 +73,26 @@ int main(int argc, char **argv)
         fprintf(stderr, "profile_host: %s\n", dlerror());
         return 1;
     }
-    create = (ffg_create_fn *)entry(lib, argv[2], "create");
-    run = (ffg_run_fn *)entry(lib, argv[2], "run");
-    profile = (ffg_profile_fn *)entry(lib, argv[2], "profile");
-    destroy = (ffg_destroy_fn *)entry(lib, argv[2], "destroy");
-
-    state = create(NULL, &err);
+    {   /* the fixed entry point's table holds P_profile, which only a profiled library has */
+        const FfgLibraryApi *api = ((ffg_library_api_fn *)entry(lib, NULL, "ffg_library_api"))(FFG_ABI_MAJOR);
+        if (!FFG_API_USABLE(api) || strcmp(api->prefix, argv[2]) != 0 || api->profile == NULL
+                || !(api->describe()->flags & FFG_DESCRIBE_PROFILED)) {
+            fprintf(stderr, "profile_host: the library's table is not a profiled ABI %d one\n", FFG_ABI_MAJOR);
+            return 1;
+        }
+        create = api->create;
+        run = api->run;
+        profile = api->profile;
+        destroy = api->destroy;
+        if (profile != (ffg_profile_fn *)entry(lib, argv[2], "profile")) {
+            fprintf(stderr, "profile_host: the table's profile is not P_profile\n");
+            return 1;
+        }
+    }
+    {
+        FfgCreateOptions options = FFG_CREATE_OPTIONS_INIT;
+        state = create(&options, &err);
+    }
     if (state == NULL) {
         fprintf(stderr, "profile_host: create: %s\n", err.message);
         return 1;
