@@ -103,6 +103,8 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
     # what a compiled library's description tells a C host
     fgraph.update_inputs = [-1] * len(outs) + [len(ins) + shared_vars.index(s) for s, _ in upd] \
         + [-1] * len(in_upd)
+    # the names the user gave the outputs (rewriting may put an unnamed copy in a named one's place)
+    fgraph.output_names = [o.variable.name for o in outs] + [None] * (len(upd) + len(in_upd))
     first = len(outs) + len(upd)
     return _link(name, ins, outs, single, fgraph, mode, shared_vars, [shared_vars.index(s) for s, _ in upd],
                  [(pos, first + k) for k, (pos, _) in enumerate(in_upd)], trust_input, profile)
@@ -829,6 +831,15 @@ class Function:
         whole-graph library; None for linkers that build no single library (py, c|py)."""
         return self.fn.filename
 
+    @property
+    def library_path(self):
+        """The path of the whole-graph shared library this function runs (a compile-cache entry's
+        ``lib.so``, or an export's library), which a C host loads with ``dlopen`` and enters through
+        ``ffg_library_api``; None for linkers that build no single library (py, c|py)."""
+        linker = getattr(self.maker.linker, "chosen", None) or self.maker.linker
+        compiled = getattr(linker, "compiled", None)
+        return None if compiled is None else compiled.library.path
+
     def c_source(self):
         """The C this function runs, as generated: the whole-graph library's translation unit
         (linker c, or cvm when every node has C code), or each node's own unit in order (c|py).
@@ -955,8 +966,9 @@ def _copy_fgraph(fgraph, n_inputs, swap):
     copied = FunctionGraph([equiv[v] for v in fgraph.inputs], [equiv[v] for v in fgraph.outputs], clone=False)
     copied.mutable_inputs = {equiv[v] for v in getattr(fgraph, "mutable_inputs", ())}
     copied.update_slots = list(getattr(fgraph, "update_slots", ()))
-    if getattr(fgraph, "update_inputs", None) is not None:
-        copied.update_inputs = list(fgraph.update_inputs)
+    for attribute in ("update_inputs", "output_names"):
+        if getattr(fgraph, attribute, None) is not None:
+            setattr(copied, attribute, list(getattr(fgraph, attribute)))
     return copied
 
 

@@ -27,6 +27,7 @@ from ffigraph.tensor import blas
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
 NPY_FILES = ("ffg_npy.h", "ffg_npy.c")
+DLPACK_FILES = ("ffg_dlpack.h", "ffg_dlpack.c")   # outputs handed on, inputs taken in, as DLPack
 MANIFEST = "ffigraph-export.json"
 
 
@@ -125,7 +126,7 @@ def _example_value(var, value, what):
 
 # names the folder's other files and symbols already use: main.c, ffg_npy.[ch], ffigraph_abi.h, ./example,
 # and the ffg_ prefix of the runtime's and the ABI's own functions and macros
-_CLASHING_NAMES = ("main", "example", "ffg_npy", "ffigraph_abi", "makefile", "readme", "ffigraph-export")
+_CLASHING_NAMES = ("main", "example", "ffg_npy", "ffg_dlpack", "ffigraph_abi", "makefile", "readme", "ffigraph-export")
 
 
 def export_name(name):
@@ -173,9 +174,11 @@ def make_plan(f, name=None, example_inputs=None):
     updates = [(t, str(var)) for t, var in zip(f._update_targets, fgraph.outputs[n_out:])]
 
     with blas.standalone():   # numpy's own OpenBLAS is not there for a C host: link the package's, and carry it
-        graph = whole_graph_source(fgraph)
+        # a profiled function exports a profiled library: P_profile and its counters
+        graph = whole_graph_source(fgraph, profile=bool(getattr(f, "profile", None)))
     plan = ExportPlan(name, graph.prefix, inputs, shared, outputs, updates)
     plan.graph = graph
+    plan.profiled = bool(getattr(f, "profile", None))
     plan.cuda = cuda_source_text(graph.requirements) is not None
     return plan
 
@@ -287,7 +290,7 @@ def _write(folder, filename, text):
 
 def _write_files(plan, folder, build_commands):
     shutil.copyfile(HEADER_PATH, os.path.join(folder, HEADER_NAME))
-    for filename in NPY_FILES:
+    for filename in NPY_FILES + DLPACK_FILES:
         shutil.copyfile(os.path.join(C_DIR, filename), os.path.join(folder, filename))
     for slot in plan.shared + [s for s in plan.inputs if s.file]:
         np.save(os.path.join(folder, slot.file), slot.value, allow_pickle=False)

@@ -10,7 +10,7 @@ from ffigraph.linkers import devices
 
 MAKEFILE_TEMPLATE = """\
 # Makefile of the ffigraph export "%(N)s" (generated). Needs a C compiler and make, no Python.
-#   make            build ./example from main.c and ffg_npy.c, linked to lib%(N)s.so
+#   make            build ./example from main.c, ffg_npy.c and ffg_dlpack.c, linked to lib%(N)s.so
 #   make library    rebuild lib%(N)s.so from %(N)s.c%(library_from)s with the flags ffigraph used
 #   make flags      print the flags that link lib%(N)s.so into another program
 #   make clean      remove what `make` built (the library stays)
@@ -18,14 +18,17 @@ CC = cc
 CFLAGS ?= -O2 -std=c99 -Wall
 %(sanitize_vars)sHERE := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 %(cuda_vars)s
-example: main.o ffg_npy.o lib%(N)s.so
-\t$(CC) $(LDFLAGS) -o $@ main.o ffg_npy.o -L. -l%(N)s%(example_libs)s -Wl,-rpath,'$$ORIGIN'%(rpath_link)s -lm
+example: main.o ffg_npy.o ffg_dlpack.o lib%(N)s.so
+\t$(CC) $(LDFLAGS) -o $@ main.o ffg_npy.o ffg_dlpack.o -L. -l%(N)s%(example_libs)s -Wl,-rpath,'$$ORIGIN'%(rpath_link)s -lm
 
 main.o: main.c %(N)s.h ffigraph_abi.h ffg_npy.h
 \t$(CC) $(CFLAGS)%(example_includes)s -c -o $@ main.c
 
 ffg_npy.o: ffg_npy.c ffg_npy.h ffigraph_abi.h
 \t$(CC) $(CFLAGS) -c -o $@ ffg_npy.c
+
+ffg_dlpack.o: ffg_dlpack.c ffg_dlpack.h ffigraph_abi.h
+\t$(CC) $(CFLAGS) -c -o $@ ffg_dlpack.c
 
 library:
 %(build)s
@@ -35,7 +38,7 @@ flags:
 \t@echo "link:    -L$(HERE) -l%(N)s%(flags_libs)s -Wl,-rpath,$(HERE)"
 
 clean:
-\trm -f example main.o ffg_npy.o%(clean_extra)s
+\trm -f example main.o ffg_npy.o ffg_dlpack.o%(clean_extra)s
 
 .PHONY: library flags clean
 """
@@ -131,6 +134,7 @@ Python: build and run the example with
 | `%(N)s.c` | the library's source; `make library` rebuilds the library from it |
 %(cuda_rows)s| `main.c` | an example host: loads the shared variables, fills the inputs, runs, prints |
 | `ffg_npy.h`, `ffg_npy.c` | a small, strict `.npy` reader and writer (C order, little-endian, the ABI's dtypes) |
+| `ffg_dlpack.h`, `ffg_dlpack.c` | outputs handed on as DLPack `DLManagedTensorVersioned` (their deleter releases the block, or keeps the aliased input alive), DLPack tensors taken in as inputs |
 %(data_rows)s| `Makefile` | `make` (example), `make library`, `make flags`, `make clean` |
 %(extra_rows)s%(cuda_section)s
 ## The calls

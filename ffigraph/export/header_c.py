@@ -64,13 +64,14 @@ FFG_EXPORT void %(N)s_release(%(N)s_handle *h, FfgOutput *output);   /* frees an
 
 /* The graph's own entry points (shared variables as plain input slots, updates as extra
    output slots, nothing kept between calls); most hosts want the calls above. */
+FFG_EXPORT const FfgLibraryApi *%(P)s_library_api(uint32_t abi_major);   /* = ffg_library_api */
 FFG_EXPORT ffg_version_fn %(P)s_version;
 FFG_EXPORT ffg_describe_fn %(P)s_describe;
 FFG_EXPORT ffg_create_fn %(P)s_create;
 FFG_EXPORT ffg_run_fn %(P)s_run;
 FFG_EXPORT ffg_destroy_fn %(P)s_destroy;
 FFG_EXPORT ffg_set_allocator_fn %(P)s_set_allocator;
-
+%(profile_decl)s
 #ifdef __cplusplus
 }
 #endif
@@ -124,4 +125,6 @@ def header_source(plan):
     return HEADER_TEMPLATE % dict(
         N=plan.name, NU=plan.name.upper(), P=plan.prefix, guard="FFIGRAPH_EXPORT_%s_H" % plan.name.upper(),
         n_in=len(plan.inputs), m=len(plan.shared), n_out=len(plan.outputs),
-        slot_map=slot_map(plan), index_macros=_index_macros(plan))
+        slot_map=slot_map(plan), index_macros=_index_macros(plan),
+        profile_decl="FFG_EXPORT ffg_profile_fn %s_profile;   /* generated with profiling on */\n" % plan.prefix
+        if getattr(plan, "profiled", False) else "")

@@ -191,6 +191,15 @@ def _as_array(data):
         if arr.dtype.kind in "biufc":
             return arr
         raise TypeError("expected numeric data, got an array of dtype %s from %s" % (arr.dtype, _describe(data)))
+    if hasattr(data, "__dlpack__") and hasattr(data, "__dlpack_device__"):
+        # any DLPack producer (a CPU tensor of another library): read without a copy
+        try:
+            arr = np.from_dlpack(data)
+        except (BufferError, TypeError, RuntimeError, ValueError) as err:
+            raise TypeError("a DLPack value that numpy cannot read (%s): %s" % (err, _describe(data))) from None
+        if arr.dtype.kind in "biufc":
+            return arr
+        raise TypeError("expected numeric data, got a DLPack array of dtype %s" % (arr.dtype,))
     raise TypeError("expected an array-like of numbers, got %s" % _describe(data))
 
 

@@ -20,6 +20,10 @@ A warm process need not generate the source to find its entry: ``graphs/`` maps 
 key of a graph (``graph_key``: what the generator reads, hashed) to the source key and symbol
 prefix recorded after a build. The entry it names is validated as any other; a missing, damaged
 or unreadable index file only means generating the source again.
+
+``meta.json`` also records the library's symbol prefix (``prefix``: ``ffg_<24 hex>``, the start
+of every name it exports) so that ``ffigraph-cache show`` can name an entry by it; entries
+published before it was recorded have it read from their ``source.c`` (``entry_prefix``).
 """
 from __future__ import annotations
 
@@ -235,7 +239,7 @@ def _publish(key, source, requirements, compiler, tmp_root, nodes=None):
         os.rename(os.path.join(build_dir, "lib.c"), os.path.join(build_dir, SOURCE_NAME))
         meta = dict(key=key, abi_version=ABI_VERSION, compiler=compiler_identity(compiler or config.cxx),
                     created=time.time(), lib_sha256=_sha256_file(os.path.join(build_dir, LIB_NAME)),
-                    source_sha256=hashlib.sha256(source.encode()).hexdigest())
+                    source_sha256=hashlib.sha256(source.encode()).hexdigest(), prefix=source_prefix(source))
         with open(os.path.join(build_dir, META_NAME), "w") as fh:
             json.dump(meta, fh, indent=1, sort_keys=True)
         target = entry_dir(key)
@@ -380,6 +384,42 @@ def read_private_file(path):
 def private_shard(name, digest):
     """The private folder ``<root>/<name>/<first two hex digits of digest>`` (made if needed)."""
     return _private_dir(os.path.join(private_subdir(name), digest[:2]))
+
+
+# ------------------------------------------------------------------ symbol prefixes
+
+# The definition of <prefix>_version or <prefix>_describe, which every generated library has
+# (codegen's INTERFACE_TEMPLATE). The prefix hashes the source *before* it is substituted in, so
+# it cannot be recomputed from the final text: it is read from it.
+_PREFIX_DEF = re.compile(r"\b(ffg_[0-9a-f]{24})_(?:version|describe)\s*\(\s*void\s*\)")
+
+
+def source_prefix(source):
+    """The symbol prefix (``ffg_<24 hex>``) of a generated library's source, or None (not one)."""
+    found = _PREFIX_DEF.search(source)
+    return found.group(1) if found else None
+
+
+def entry_prefix(path, meta=None):
+    """The symbol prefix of the entry folder ``path``: recorded in its meta.json (entries published
+    since it was), else read from its source.c; None when neither says."""
+    if meta is None:
+        meta = _read_json(os.path.join(path, META_NAME))
+    if isinstance(meta, dict) and "prefix" in meta:
+        prefix = meta["prefix"]
+        if prefix is None or (isinstance(prefix, str) and _PREFIX.match(prefix)):
+            return prefix   # None: recorded as "this source has no prefix", nothing to parse
+    try:
+        with open(os.path.join(path, SOURCE_NAME)) as fh:
+            return source_prefix(fh.read())
+    except (OSError, ValueError):   # absent, unreadable or not text
+        return None
+
+
+def entry_meta(path):
+    """The entry folder's meta.json as a dict ({} when it is missing or unreadable)."""
+    meta = _read_json(os.path.join(path, META_NAME))
+    return meta if isinstance(meta, dict) else {}
 
 
 # ------------------------------------------------------------------ maintenance (the CLI uses these)

@@ -281,12 +281,14 @@ def _fault_inputs(order, inputs):
     return faults
 
 
-def unique_slot_names(inputs, input_roles, outputs, output_roles, update_inputs):
-    """The slots' names as a host sees them: the user's variable names, "input<k>", "shared<k>",
+def unique_slot_names(inputs, input_roles, outputs, output_roles, update_inputs, output_names=()):
+    """The slots' names as a host sees them: the user's variable names (``output_names``: the names
+    the user gave the outputs, where the graph's own variables lost them), "input<k>", "shared<k>",
     "output<k>" for unnamed ones, "<shared name>.update" for an update; a repeated name gets
     "_<n>" (the first free n), so every name is unique."""
-    def named(var):   # a C string stops at NUL: compare names as the host will read them
-        return str(var.name).split("\0")[0] if var.name is not None else ""
+    def named(var, given=None):   # a C string stops at NUL: compare names as the host will read them
+        name = given if given is not None else var.name
+        return str(name).split("\0")[0] if name is not None else ""
 
     wanted, count = [], {0: 0, 1: 0}
     for var, role in zip(inputs, input_roles):
@@ -312,7 +314,7 @@ def unique_slot_names(inputs, input_roles, outputs, output_roles, update_inputs)
         if role == 3 and 0 <= target < len(inputs):
             claim(names[target] + ".update")
         else:
-            claim(named(var) or "output%d" % k)
+            claim(named(var, output_names[k] if k < len(output_names) else None) or "output%d" % k)
     return names[:len(inputs)], names[len(inputs):]
 
 
@@ -377,6 +379,7 @@ class _Generator:
         self.cacheable = True
         self.update_inputs = list(getattr(fgraph, "update_inputs", None) or [-1] * len(self.outputs)) \
             if parent is None else [-1] * len(self.outputs)
+        self.output_names = list(getattr(fgraph, "output_names", None) or []) if parent is None else []
         self.node_texts = _node_texts(self.order, self.inputs)
         self.fault_input = _fault_inputs(self.order, self.inputs)
 
@@ -859,7 +862,7 @@ class _Generator:
         )
         if top:
             in_names, out_names = unique_slot_names(self.inputs, self.input_roles, self.outputs,
-                                                    self.output_roles, self.update_inputs)
+                                                    self.output_roles, self.update_inputs, self.output_names)
             values["interface"] = INTERFACE_TEMPLATE % dict(
                 values, n_nodes=len(self.order), node_table=self._node_table(),
                 flags="FFG_DESCRIBE_PROFILED" if self.profile else "0",

@@ -338,6 +338,7 @@ def _graph_text(fgraph, input_roles, output_roles, output_alias, profile, classe
                                                    _encode(list(output_roles or [2] * n_out), classes),
                                                    _encode(list(output_alias or [-1] * n_out), classes)))
     lines.append("updates=%s" % _encode(list(getattr(fgraph, "update_inputs", None) or []), classes))
+    lines.append("output_names=%s" % _encode(list(getattr(fgraph, "output_names", None) or []), classes))
     lines.append("profile=%d" % bool(profile))
     return "\n".join(lines)
 

@@ -247,11 +247,13 @@ def _graph_c_roles(fgraph):
     return input_roles, output_roles
 
 
-def whole_graph_source(fgraph):
+def whole_graph_source(fgraph, profile=False):
     """The generated source of ``fgraph`` as one library: shared and update slots marked, and each
-    output told which input it may view (what CLinker builds, and what an export extends)."""
+    output told which input it may view (what CLinker builds, and what an export extends);
+    ``profile``: with P_profile and its counters."""
     inputs = list(fgraph.inputs)
-    return generate(fgraph, *_graph_c_roles(fgraph), [_alias_slot(v, inputs) for v in fgraph.outputs])
+    return generate(fgraph, *_graph_c_roles(fgraph), [_alias_slot(v, inputs) for v in fgraph.outputs],
+                    profile=profile)
 
 
 def nodes_without_c_code(fgraph):
