@@ -69,3 +69,17 @@ def parse_printed(text):
             values = [complex(t.replace("+-", "-")) if t.endswith("j") else float(t) for t in tokens]
         found[(kind, name)] = np.array(values, dtype=dtype).reshape(shape)
     return found
+
+
+def output_slot_names(f):
+    """The names the library's description gives f's outputs (as ./example prints them): the
+    user's variable names made unique, "output<k>" for unnamed ones (codegen.unique_slot_names)."""
+    from ffigraph.linkers.c.codegen import unique_slot_names
+    from ffigraph.linkers.c.linker import _graph_c_roles
+
+    fgraph = f.maker.fgraph
+    input_roles, output_roles = _graph_c_roles(fgraph)
+    n_out = len(fgraph.outputs)
+    return unique_slot_names(fgraph.inputs, input_roles, fgraph.outputs, output_roles,
+                             list(getattr(fgraph, "update_inputs", None) or [-1] * n_out),
+                             list(getattr(fgraph, "output_names", None) or []))[1]

@@ -201,3 +201,60 @@ def test_8_the_header_says_what_a_host_relies_on():
                  "release(ctx, NULL) is never called", "valid until the next P_run or\n * P_destroy",
                  "frozen for the major", "ffg_library_api"):
         assert rule in text, rule
+
+
+def _read(t):
+    """A copy of a float64 output tensor, whatever its strides."""
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] * 8 for i in range(t.ndim)]
+    if 0 in shape:
+        return np.zeros(shape)
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + 8
+    buf = ffi.buffer(ffi.cast("char *", t.data) + t.byte_offset + lo, hi - lo)
+    return np.ndarray(shape, dtype=np.float64, buffer=buf, offset=-lo, strides=strides).copy()
+
+
+def test_5_offers_overlapping_an_input_are_declined_for_every_kind_of_op():
+    """One function whose outputs come from ops that write straight into an offered block; each
+    output is offered the memory the input lies in (a wrong answer under ABI 1.3 for dot)."""
+    x = T.dmatrix("x")
+    spd = T.dot(x, x.T) + 4 * T.eye(4)
+    outs = [x + 1, T.exp(x).sum(axis=0), T.dot(x, x), T.nnet.softmax(x), T.sort(x, axis=1), T.cumsum(x, axis=0),
+            T.concatenate([x, x]), x[::-1] * 2, T.inc_subtensor(x[1:3], 1.0), T.linalg.cholesky(spd),
+            T.linalg.solve(spd, x), x.max(axis=1), T.tanh(T.dot(x, x.T)) * x]
+    lib = _library(fg.function([x], outs, mode=C_MODE))
+    state, err = lib.new_state()
+    big = np.zeros(400)
+    a = big[:16].reshape(4, 4)
+    a[...] = np.random.default_rng(3).standard_normal((4, 4))
+    keep = []
+    inputs = _tensor(a, keep)
+    n = len(outs)
+
+    def run(offer):
+        out = ffi.new("FfgOutput[]", n)
+        for k in range(n):
+            if offer is not None:
+                out[k].host_buffer = ffi.cast("void *", offer.ctypes.data)
+                out[k].host_capacity = offer.nbytes
+        assert lib.run(state, inputs, 1, out, n, err) == 0, ffi.string(err.message)
+        values = [_read(out[k].tensor) for k in range(n)]
+        placed = [out[k].alias_of for k in range(n)]
+        for k in range(n):
+            if out[k].alias_of == -1:
+                c_free(out[k].base)
+        return values, placed
+
+    expected, _ = run(None)
+    before = a.copy()
+    got, placed = run(big)                      # every offer overlaps x
+    assert -2 not in placed, placed
+    np.testing.assert_array_equal(a, before)    # the input was never written
+    for k in range(n):
+        np.testing.assert_array_equal(got[k], expected[k], err_msg=str(outs[k]))
+    spare = np.zeros(400)                       # apart from x: the first output may take it
+    got, placed = run(spare)
+    assert placed[0] == -2 and -2 not in placed[1:], placed   # later offers overlap the first's
+    for k in range(n):
+        np.testing.assert_array_equal(got[k], expected[k], err_msg=str(outs[k]))

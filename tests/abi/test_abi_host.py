@@ -138,6 +138,7 @@ def _run_host(host, library, values, tmp, valgrind=False):
 def _check_outputs(done, tmp, expected):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "overlapping offers declined" in done.stdout and "all released" in done.stdout
+    assert "dlpack in and out" in done.stdout
     for k, want in enumerate(expected):
         got = np.load(os.path.join(tmp, "out%d.npy" % k))
         want = np.asarray(want)
@@ -157,6 +158,7 @@ def test_header_only_host_runs_cache_libraries_under_asan(hosts, graphs, kind, t
     _check_outputs(done, str(tmp_path), expected)
     if kind == "aliased":
         assert "output 0 alias_of 0" in done.stdout   # x.T is a view of the host's input
+        assert "dlpack in and out, 1 view(s) kept their input alive" in done.stdout
     if kind == "training":   # the description maps each update to its shared variable, by name
         assert re.search(r"slot in 2 shared sw ", done.stdout) and re.search(r"slot in 3 shared sb ", done.stdout)
         assert "slot out 1 update sw.update ndim 1 updates 2" in done.stdout

@@ -77,7 +77,10 @@ def compiler_command(requirements, compiler=None):
     flags += ["-I" + d for d in requirements.get("header_dirs", ())]
     libs = ["-L" + d for d in requirements.get("lib_dirs", ())]
     # where the library looks for those at load time: the same folders unless told ("$ORIGIN")
-    libs += ["-Wl,-rpath," + d for d in requirements.get("rpath", requirements.get("lib_dirs", ()))]
+    rpath = ["-Wl,-rpath," + d for d in requirements.get("rpath", requirements.get("lib_dirs", ()))]
+    # DT_RPATH, not DT_RUNPATH: the loader also searches it for what those libraries need in turn
+    # (numpy 1.x's OpenBLAS finds its libgfortran only so), so a C host with no Python loads it
+    libs += rpath + (["-Wl,--disable-new-dtags"] if rpath else [])
     libs += ["-l" + lib for lib in list(requirements.get("libraries", ())) + BASE_LIBS]
     return [cc] + flags, libs
 

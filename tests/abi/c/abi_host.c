@@ -11,7 +11,8 @@
  *   - a second run offers each output a block of its own (results must land there, identical);
  *   - a third run offers each output the memory of input 0 (which would be read while written):
  *     the library must decline it and still give the same result;
- *   - every output of the last run is handed on as a DLPack tensor (ffg_dlpack) and deleted;
+ *   - a fourth run takes input 0 in as a DLPack tensor and hands every output on as one
+ *     (ffg_dlpack): an output viewing that input keeps it alive until its own deleter runs;
  *   - the error record is fully reset by a successful run (detail, node, input, message).
  *
  * usage: abi_host LIBRARY OUTDIR IN0.npy IN1.npy ...   (inputs in slot order, shared ones too)
@@ -55,6 +56,14 @@ static void counting_release(void *ctx, void *ptr)
     }
     c->live -= 1;
     free(ptr);
+}
+
+static int producer_deleted = 0;
+
+static void producer_deleter(FfgDLManagedTensorVersioned *self)
+{
+    (void)self;   /* the producer's memory is the .npy array this host frees itself */
+    producer_deleted += 1;
 }
 
 static int broke(const char *what)
@@ -305,20 +314,49 @@ int main(int argc, char **argv)
     }
     printf("overlapping offers declined\n");
 
-    /* 6. the third run's outputs handed on as DLPack tensors, then deleted by their consumer */
-    for (k = 0; k < n_out; ++k) {
-        FfgDLManagedTensorVersioned *managed = NULL;
-        if (third[k].alias_of >= 0) {   /* a view of an input this host keeps: not a DLPack case */
-            continue;
-        }
-        if (ffg_dlpack_wrap_output(&third[k], &allocator, NULL, 0, &managed, &err) != FFG_OK)
+    /* 6. input 0 taken in as a DLPack tensor (its producer's deleter counts), a fourth run, and
+       every output handed on as a DLPack tensor: the host drops its input first; an output that
+       views it must keep it alive until that output's consumer deletes it */
+    if (n_in > 0) {
+        FfgDLManagedTensorVersioned producer;
+        FfgDLPackInput *holders[MAX_SLOTS];
+        FfgDLManagedTensorVersioned *wrapped[MAX_SLOTS];
+        FfgOutput fourth[MAX_SLOTS];
+        int views = 0;
+        memset(&producer, 0, sizeof producer);
+        memset(holders, 0, sizeof holders);
+        memset(fourth, 0, sizeof fourth);
+        producer.version.major = 1;
+        producer.deleter = producer_deleter;
+        producer.dl_tensor = inputs[0];
+        if (ffg_dlpack_take(&producer, &holders[0], &inputs[0], &err) != FFG_OK)
             return broke(err.message);
-        if (managed->version.major != 1 || managed->dl_tensor.ndim != third[k].tensor.ndim
-                || (managed->dl_tensor.ndim > 0 && managed->dl_tensor.strides == NULL)
-                || !same_values(&managed->dl_tensor, &first[k].tensor))
-            return broke("a DLPack tensor differs from its output");
-        managed->deleter(managed);   /* releases the owned block through the allocator */
+        if (api->run(state, inputs, n_in, fourth, n_out, &err) != FFG_OK)
+            return broke(err.message);
+        for (k = 0; k < n_out; ++k) {
+            wrapped[k] = NULL;
+            if (fourth[k].alias_of > 0)
+                continue;   /* a view of another input, which this host keeps itself */
+            views += fourth[k].alias_of == 0;
+            if (ffg_dlpack_wrap_output(&fourth[k], &allocator, holders, n_in, &wrapped[k], &err) != FFG_OK)
+                return broke(err.message);
+            if (wrapped[k]->version.major != 1 || (wrapped[k]->dl_tensor.ndim > 0 && wrapped[k]->dl_tensor.strides == NULL)
+                    || !same_values(&wrapped[k]->dl_tensor, &first[k].tensor))
+                return broke("a DLPack tensor differs from its output");
+        }
+        ffg_dlpack_drop(holders[0]);   /* the host is done with its input */
+        if (producer_deleted != (views ? 0 : 1))
+            return broke("the input's deleter ran while an output still viewed it, or never");
+        for (k = 0; k < n_out; ++k)
+            if (wrapped[k] != NULL)
+                wrapped[k]->deleter(wrapped[k]);   /* releases owned blocks through the allocator */
+        if (producer_deleted != 1)
+            return broke("the input's deleter did not run exactly once");
+        printf("dlpack in and out, %d view(s) kept their input alive\n", views);
     }
+    for (k = 0; k < n_out; ++k)   /* (the third run's blocks) */
+        if (third[k].alias_of == FFG_OUT_OWNED && third[k].base != NULL)
+            allocator.release(allocator.ctx, third[k].base);
 
     /* 7. done: the first run's blocks go back, the state goes, nothing is left */
     release_outputs(&allocator, first, n_out);
