@@ -51,6 +51,7 @@ static void succeed(FfgError *err)
     err->code = FFG_OK;
     err->node = -1;
     err->input = -1;
+    err->detail = 0;
     err->message[0] = '\0';
 }
 
@@ -65,6 +66,7 @@ static int32_t fail(FfgError *err, int32_t code, int32_t input, const char *fmt,
     err->code = code;
     err->node = -1;             /* nothing here runs a node */
     err->input = input;
+    err->detail = 0;
     va_start(args, fmt);
     vsnprintf(err->message, FFG_ERROR_MESSAGE_SIZE, fmt, args);
     va_end(args);

@@ -962,7 +962,11 @@ __create_fail:
     int32_t k;
     if (err == NULL)
         return FFG_ERR_ABI;   /* nowhere to say why; every other mistake is reported in err */
-    ffg_clear_error(err);
+    err->code = FFG_OK;   /* every field reset (the message by its first byte: this runs per call) */
+    err->node = -1;
+    err->input = -1;
+    err->detail = 0;
+    err->message[0] = '\0';
     if (state == NULL || n_inputs != %(n_in)d || n_outputs != %(n_out)d) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "run: expected a state, %(n_in)d inputs and %(n_out)d outputs, "
                       "got %%s, %%d inputs and %%d outputs", state ? "a state" : "state NULL",

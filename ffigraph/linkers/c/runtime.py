@@ -94,47 +94,37 @@ static int ffg_check_create_options(const FfgCreateOptions *options, FfgError *e
     return 0;
 }
 
-/* The bytes [*lo, *hi) a CPU input's elements may occupy; 0 when it has none, -1 when it cannot
- * be told (a malformed tensor, which extraction refuses later). */
+/* The bytes [*lo, *hi) an input's elements may occupy; 0 when it has none, -1 when it cannot be
+ * told (a malformed tensor, which extraction refuses later). Runs on every call that offers a
+ * block, so the overflow checks are the compiler's (a multiply and a flag), not divisions. */
 static int ffg_extent(const FfgTensor *t, uintptr_t *lo, uintptr_t *hi)
 {
-    uint64_t itemsize = t->dtype.bits / 8 ? (uint64_t)(t->dtype.bits / 8) : 1, below = 0, above = 0;
+    int64_t itemsize = t->dtype.bits / 8 ? (int64_t)(t->dtype.bits / 8) : 1, below = 0, above = 0, step;
     uintptr_t base;
     int d;
     if (t->ndim < 0 || t->ndim > FFG_MAX_NDIM || (t->ndim > 0 && t->shape == NULL))
         return -1;
     for (d = 0; d < t->ndim; ++d) {
-        if (t->shape[d] < 0)
-            return -1;
-        if (t->shape[d] == 0)
-            return 0;
+        if (t->shape[d] <= 0)
+            return t->shape[d] == 0 ? 0 : -1;
     }
     if (t->data == NULL)
         return -1;
     base = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
     if (t->strides == NULL) {   /* C order: the elements are one run */
-        uint64_t size = 1;
-        for (d = 0; d < t->ndim; ++d) {
-            if ((uint64_t)t->shape[d] > ((uint64_t)1 << 62) / size)
+        int64_t size = 1;
+        for (d = 0; d < t->ndim; ++d)
+            if (__builtin_mul_overflow(size, t->shape[d], &size))
                 return -1;
-            size *= (uint64_t)t->shape[d];
-        }
-        above = (size - 1) * itemsize;
+        if (__builtin_mul_overflow(size - 1, itemsize, &above))
+            return -1;
     }
     for (d = 0; t->strides != NULL && d < t->ndim; ++d) {
-        uint64_t steps = (uint64_t)(t->shape[d] - 1), step;
-        int64_t s = t->strides[d];
-        uint64_t a = s < 0 ? (uint64_t)0 - (uint64_t)s : (uint64_t)s;
-        if (steps == 0 || a == 0)
+        if (t->shape[d] == 1 || t->strides[d] == 0)
             continue;
-        if (a > ((uint64_t)1 << 62) / itemsize / steps)
-            return -1;
-        step = a * itemsize * steps;
-        if (s < 0)
-            below += step;
-        else
-            above += step;
-        if (below > ((uint64_t)1 << 62) || above > ((uint64_t)1 << 62))
+        if (__builtin_mul_overflow(t->strides[d], t->shape[d] - 1, &step)
+                || __builtin_mul_overflow(step, itemsize, &step)
+                || (step < 0 ? __builtin_sub_overflow(below, step, &below) : __builtin_add_overflow(above, step, &above)))
             return -1;
     }
     *lo = base - (uintptr_t)below;
