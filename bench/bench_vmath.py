@@ -9,11 +9,11 @@ Prints a table; nothing here is a pass/fail test. ``--json PATH`` also writes th
 """
 import argparse
 import math
-import time
 
 import numpy as np
 
 from ffigraph.linkers.c.build import build_library
+from timing import best_of  # noqa: E402  (bench/ is sys.path[0])
 from ffigraph.scalar.vmath_c import LEVELS, VECTOR_FUNCTIONS, VMATH_LIBRARIES, vector_function_name, vmath_support_code
 
 DTYPES = ("float64", "float32")
@@ -41,15 +41,6 @@ def build():
     ffi = cffi.FFI()
     ffi.cdef("\n".join(cdef))
     return ffi, ffi.dlopen(path)
-
-
-def best(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def numpy_ufunc(name):
@@ -96,12 +87,12 @@ def main():
             for lv in levels:
                 lib.ffg_vmath_set_level(lv)
                 fn(args.n, args.block, px, py)  # warm up
-                ns[lv] = best(lambda: fn(args.n, args.block, px, py), repeat) / args.n * 1e9
+                ns[lv] = best_of(lambda: fn(args.n, args.block, px, py), repeat) / args.n * 1e9
             lib.ffg_vmath_set_level(-1)
             uf = numpy_ufunc(name)
             if uf is not None:
                 uf(x, out=y)
-                ns_np = best(lambda: uf(x, out=y), repeat) / args.n * 1e9
+                ns_np = best_of(lambda: uf(x, out=y), repeat) / args.n * 1e9
             cells = ["%8.2f (%5.1fx)" % (ns[lv], ns[0] / ns[lv]) for lv in levels]
             cells.append("%8.2f (%5.1fx)" % (ns_np, ns[0] / ns_np) if uf is not None else "%18s" % "n/a")
             print("%-6s %-7s" % (name, dt) + "".join("%18s" % c for c in cells), flush=True)

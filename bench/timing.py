@@ -25,3 +25,13 @@ def load_average():
         return "%.2f" % os.getloadavg()[0]
     except (AttributeError, OSError):
         return "?"
+
+
+def best_of(fn, repeat):
+    """The shortest of ``repeat`` timings of one call of ``fn``, in seconds."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)

@@ -168,6 +168,9 @@ _SPEC = {
                 "process may use; 1: never split); built into the generated C, so part of the cache key"),
     "threads_min_size": (lambda: 65536, _int_in(0, 2 ** 62, "a number of elements (an int >= 0)"),
                          "a loop over fewer elements than this runs on the calling thread alone"),
+    "pickle__library": (lambda: True, _boolean,
+                        "a pickled function carries its compiled libraries, so a process with no C compiler "
+                        "loads them (False: smaller pickles; the graph is compiled again where unpickled)"),
     "sanitize": (lambda: "", _sanitizers,
                  "build generated C with gcc sanitizers: '' (off), address, undefined or address+undefined; "
                  "address needs libasan preloaded (LD_PRELOAD=$(gcc -print-file-name=libasan.so))"),

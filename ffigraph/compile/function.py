@@ -55,6 +55,11 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
         f = _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast,
                      on_unused_input, profile, no_default_updates)
     f.maker.compile_times = times
+    f.maker.settings = config.snapshot()   # the settings it was compiled under (a pickle carries them)
+    # what pickling the function keeps: the arguments, to compile it again where it is unpickled
+    f._recipe = dict(inputs=inputs, outputs=outputs, updates=updates, givens=givens, mode=mode, name=name,
+                     trust_input=trust_input, allow_input_downcast=allow_input_downcast,
+                     on_unused_input=on_unused_input, profile=bool(profile), no_default_updates=no_default_updates)
     if profile:
         f.profile.compile_times = times
         if from_config:
@@ -641,7 +646,7 @@ class Function:
                          trust_input=self.trust_input, input_updates=input_updates, default_cells=default_cells,
                          lock=self._lock)
             f.maker.compile_times = CompileTimes()
-            return f
+            return self._copy_recipe(f, swap, delete_updates, name, profile)
         fgraph = _copy_fgraph(maker.fgraph, len(specs), swap)
         times = CompileTimes()
         with recording_compile_times(times):
@@ -650,7 +655,22 @@ class Function:
         f.maker.compile_times = times
         if profile:
             f.profile.compile_times = times
+        return self._copy_recipe(f, swap, delete_updates, name, profile)
+
+    def _copy_recipe(self, f, swap, delete_updates, name, profile):
+        """A copy computes what ``function()`` would with the original's arguments (so it pickles the
+        same way), unless it swaps shared variables or drops updates."""
+        recipe = getattr(self, "_recipe", None)
+        if recipe is not None and not swap and not delete_updates:
+            f._recipe = dict(recipe, name=name, profile=bool(profile))
+            f.maker.settings = getattr(self.maker, "settings", None)
         return f
+
+    def __reduce__(self):
+        """Pickled as its graph plus its compiled libraries (ffigraph.compile.pickling)."""
+        from ffigraph.compile import pickling
+
+        return pickling.rebuild_function, pickling.function_state(self)
 
     def _check_swap(self, swap):
         """``swap`` as a dict {shared variable this function reads: one of the same type}."""

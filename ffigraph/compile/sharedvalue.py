@@ -83,7 +83,17 @@ def _tensor_shared_class():
     class TensorSharedVariable(_TensorOperators, SharedVariable):
         """A shared n-d array; behaves like a tensor variable in expressions."""
 
+    # made on first use (the tensor layer is not imported before), yet found by pickle as a name of
+    # this module: the module's __getattr__ makes it then
+    TensorSharedVariable.__qualname__ = "TensorSharedVariable"
+    TensorSharedVariable.__module__ = __name__
     return TensorSharedVariable
+
+
+def __getattr__(name):
+    if name == "TensorSharedVariable":
+        return tensor_shared_class()
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 _TENSOR_SHARED = []

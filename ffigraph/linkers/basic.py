@@ -37,6 +37,13 @@ class Container:
 
     value = data
 
+    def __getstate__(self):
+        # the value travels; the lock that orders updates in this process does not (a new one is
+        # made on first use)
+        state = dict(self.__dict__)
+        state.pop("update_lock", None)
+        return state
+
     def __repr__(self):
         return "<%s: %r>" % (self.name or "container", self.storage[0])
 
@@ -59,6 +66,10 @@ class Linker:
 
     def _init_kwargs(self):
         return {}
+
+    def __reduce__(self):
+        # a linker travels as its kind and settings, unbound (its graph and compiled state stay here)
+        return _new_linker, (type(self), self._init_kwargs())
 
     def make_thunk(self, input_storage=None):
         raise NotImplementedError
@@ -188,3 +199,7 @@ class PerformLinker(Linker):
 
     def describe_nodes(self):
         return [(node, "python (perform)") for node in lazy.execution_order(self.fgraph)]
+
+
+def _new_linker(cls, kwargs):
+    return cls(**kwargs)

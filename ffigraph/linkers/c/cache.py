@@ -244,11 +244,28 @@ def _publish(key, source, requirements, compiler, tmp_root, nodes=None):
             json.dump(meta, fh, indent=1, sort_keys=True)
         target = entry_dir(key)
         os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        os.rename(build_dir, target)  # atomic: readers see no entry or a whole one
-        return os.path.join(target, LIB_NAME)
+        return _rename_into(build_dir, target, key)
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
         raise
+
+
+def _rename_into(build_dir, target, key):
+    """Publish ``build_dir`` as the entry ``target`` (one rename: readers see no entry or a whole
+    one) and return its library. Where another process published the key first (a shared cache on a
+    file system without working locks), its sound entry is used and this build dropped."""
+    try:
+        os.rename(build_dir, target)
+    except OSError:
+        try:
+            lib = validate_entry(target, key)
+        except ValueError:
+            lib = None
+        if lib is None:
+            raise
+        shutil.rmtree(build_dir, ignore_errors=True)
+        return lib
+    return os.path.join(target, LIB_NAME)
 
 
 def get_or_build(source, requirements, compiler=None, nodes=None):
@@ -293,6 +310,45 @@ def get_or_build(source, requirements, compiler=None, nodes=None):
         else:
             _log.info("cache entry damaged (%s): rebuilt %s in %.2f s", damaged, lib, time.perf_counter() - start)
         return lib
+
+
+def adopt_library(key, prefix, data, lib_sha256):
+    """Publish a library built elsewhere (a pickle's bytes) as the entry ``key``, as a build would
+    (per-key lock, private folder, atomic rename), and return its path; a sound entry already there
+    is kept. The caller has checked the bytes against ``lib_sha256``; they are checked again here,
+    as written. No compiler runs."""
+    if not _HEX_KEY.match(key) or not _PREFIX.match(prefix):
+        raise ValueError("not a cache key and symbol prefix: %r, %r" % (key, prefix))
+    if hashlib.sha256(data).hexdigest() != lib_sha256:
+        raise ValueError("library bytes of %s do not match their SHA-256" % prefix)
+    _, locks, tmp_root = _folders()
+    path = entry_dir(key)
+    with FileLock(os.path.join(locks, key + ".lock")):
+        try:
+            lib = validate_entry(path, key)
+            if lib is not None:
+                return lib
+        except ValueError:
+            _discard(path)
+        build_dir = tempfile.mkdtemp(prefix="adopt-", dir=tmp_root)
+        try:
+            lib = os.path.join(build_dir, LIB_NAME)
+            with open(lib, "wb") as fh:
+                fh.write(data)
+            os.chmod(lib, 0o755)
+            if _sha256_file(lib) != lib_sha256:
+                raise OSError("the library of %s changed while it was written" % prefix)
+            meta = dict(key=key, abi_version=ABI_VERSION, compiler="(adopted: built elsewhere, sent in a pickle)",
+                        created=time.time(), lib_sha256=lib_sha256, prefix=prefix, adopted=True)
+            with open(os.path.join(build_dir, META_NAME), "w") as fh:
+                json.dump(meta, fh, indent=1, sort_keys=True)
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            lib = _rename_into(build_dir, path, key)
+            _log.info("adopted a pickled library as %s", path)
+            return lib
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
 
 
 # ------------------------------------------------------------------ structural keys -> entries

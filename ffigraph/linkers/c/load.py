@@ -178,10 +178,23 @@ def _key_lock_exit(key, entry):
             del _key_locks[key]
 
 
+# symbol prefix -> the path of a library that came in a pickle (pickling.adopt): the same source
+# (the prefix is its hash) is loaded from there rather than compiled, whatever compiler is here
+_shipped = {}
+
+
+def register_shipped(prefix, path):
+    """Load the library of ``prefix`` from ``path`` (a pickle's, adopted into the cache) when asked."""
+    _shipped[prefix] = path
+
+
 def library_for(graph_source, compiler=None):
     """The loaded library for a generated source: built and loaded at most once per process while
     anything uses it (a library that every user dropped is closed, and loaded again if asked)."""
-    def locate():   # a cache lookup, or the compiler's run
+    def locate():   # a library that came in a pickle, a cache lookup, or the compiler's run
+        shipped = _shipped.get(graph_source.prefix)
+        if shipped is not None and os.path.isfile(shipped):
+            return shipped
         nodes = len(graph_source.nodes)   # named in the line a build logs as it starts
         path = None
         if graph_source.cacheable:  # every type and op gave a c_code_cache_version
