@@ -78,6 +78,9 @@ def adopt(record):
     if hashlib.sha256(data).hexdigest() != record["lib_sha256"]:
         raise pickle.UnpicklingError("the compiled library %s in this pickle does not match its recorded SHA-256 "
                                      "(corrupted or altered): refused, nothing was written or loaded" % prefix)
+    if ("%s_library_api" % prefix).encode("ascii") not in data:
+        raise pickle.UnpicklingError("the library bytes in this pickle are not the library %s (no symbol of that "
+                                     "prefix): refused, nothing was written or loaded" % prefix)
     if record["platform"] != platform_tag():
         return "library %s was built for %s, this machine is %s" % (prefix, record["platform"], platform_tag())
     try:

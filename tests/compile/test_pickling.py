@@ -131,6 +131,20 @@ def test_corrupted_library_bytes_are_refused_and_never_loaded(tmp_path):
     assert set(os.listdir(os.path.join(config.compiledir, "entries"))) == before
 
 
+def test_foreign_library_bytes_are_refused_before_loading():
+    """A record whose bytes (with a matching hash) are another graph's library."""
+    from ffigraph.compile import pickling
+
+    f = _training("c")
+    x = T.dvector("x")
+    other = fg.function([x], x * 7, mode=Mode(linker="c"))
+    recipe, libraries, kept, settings = pickling.function_state(f)
+    foreign = pickling.library_records(other)[0]
+    swapped = dict(libraries[0], data=foreign["data"], lib_sha256=foreign["lib_sha256"])
+    with pytest.raises(pickle.UnpicklingError, match="not the library"):
+        pickling.rebuild_function(recipe, [swapped], kept, settings)
+
+
 def test_pickle_library_off_keeps_pickles_small():
     f = _training("c")
     with_library = len(pickle.dumps(f))
