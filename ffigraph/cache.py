@@ -187,21 +187,12 @@ starting with the prefix (see ffigraph_abi.h for their types):
 
 def _place(folder, name, source=None, text=None):
     """Write ``folder/name`` from a file or a text, under a temporary name renamed into place."""
-    target = os.path.join(folder, name)
-    tmp = os.path.join(folder, ".%s.%s.tmp" % (name, os.urandom(8).hex()))
-    try:
+    with relocate.placing(folder, name) as tmp:
         if source is not None:
             shutil.copyfile(source, tmp)
         else:
             with open(tmp, "w") as fh:
                 fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def cmd_export(args, out):

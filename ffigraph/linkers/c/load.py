@@ -70,9 +70,6 @@ class LoadedLibrary:
             self.close()
             raise
 
-    def _entry(self, name):
-        return symbol(self.opened.handle, "%s_%s" % (self.prefix, name), "ffg_%s_fn *" % name)
-
     def close(self):
         """Let go now rather than when collected (a failed load; a test). The library is closed at
         once unless a state still holds it; this object's entry points must not be called again."""

@@ -25,6 +25,7 @@ Only what ``elf_runpath`` reads, ELF64 little-endian, can be relocated.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -141,6 +142,22 @@ def file_names(p, filename):
     return [filename] + [b.name for b in p.bundled]
 
 
+@contextlib.contextmanager
+def placing(folder, name):
+    """A temporary path in ``folder`` to write ``name`` at, renamed into place when the block ends
+    well (a reader never sees half a file) and removed when it fails."""
+    tmp = os.path.join(folder, ".%s.%s.tmp" % (name, os.urandom(8).hex()))
+    try:
+        yield tmp
+        os.replace(tmp, os.path.join(folder, name))
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def write(p, folder, filename):
     """Put the library (as ``filename``) and what it needs into ``folder``; returns
     [(file name, how: "copied", "linked" or "copied, search path X -> $ORIGIN")].
@@ -153,9 +170,7 @@ def write(p, folder, filename):
     items = [(filename, p.library, p.info, True)] + [(b.name, b.source, b.info, False) for b in p.bundled]
     for name, source, info, is_top in items:
         patch = bool(info.search_paths) and _needs_rewrite(info, p.tag)
-        target = os.path.join(folder, name)
-        tmp = os.path.join(folder, ".%s.%s.tmp" % (name, os.urandom(8).hex()))
-        try:
+        with placing(folder, name) as tmp:
             how = "copied"
             if patch or is_top:
                 shutil.copyfile(source, tmp)
@@ -172,12 +187,5 @@ def write(p, folder, filename):
                 how += ", %s" % "; ".join("%s %s -> %s %s" % (sp.kind, sp.text,
                                                                elf_runpath.TAG_NAMES[p.tag or sp.tag], ORIGIN)
                                           for sp in old)
-            os.replace(tmp, target)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
         done.append((name, how))
     return done
