@@ -10,6 +10,8 @@ functions, so it sits here, above the compile layer.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Sequence, Tuple, Union
+
 import numpy as np
 
 from ffigraph.compile.function import function
@@ -22,6 +24,9 @@ from ffigraph.tensor.grad_ops import (ConsiderConstant, DisconnectedGrad, GradCl
                                       UndefinedGrad, ZeroGrad)
 from ffigraph.tensor.math import sum as tsum
 
+if TYPE_CHECKING:
+    from ffigraph.compile.mode import Mode
+
 __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "zero_grad", "disconnected_grad",
            "undefined_grad", "consider_constant", "grad_clip", "grad_scale", "ZeroGrad", "DisconnectedGrad",
            "UndefinedGrad", "ConsiderConstant", "GradClip", "GradScale", "disconnected_type", "grad_undefined",
@@ -32,13 +37,14 @@ __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "zero_gra
 class GradientError(AssertionError):
     """``verify_grad`` found an analytic gradient that disagrees with finite differences."""
 
-    def __init__(self, arg, err_pos, shape, val1, val2, abs_err, rel_err, abs_tol, rel_tol):
+    def __init__(self, arg: int, err_pos: int, shape: Tuple[int, ...], val1: Any, val2: Any, abs_err: float,
+                 rel_err: float, abs_tol: float, rel_tol: float) -> None:
         super().__init__(arg, err_pos, shape, val1, val2, abs_err, rel_err, abs_tol, rel_tol)
         self.arg, self.err_pos, self.shape = arg, err_pos, shape
         self.val1, self.val2 = val1, val2
         self.abs_err, self.rel_err, self.abs_tol, self.rel_tol = abs_err, rel_err, abs_tol, rel_tol
 
-    def __str__(self):
+    def __str__(self) -> str:
         return ("gradient of input %d (shape %s) disagrees with finite differences at flat position "
                 "%d: analytic %r, numeric %r (abs. error %.3g > %.3g and rel. error %.3g > %.3g)"
                 % (self.arg, self.shape, self.err_pos, self.val1, self.val2, self.abs_err,
@@ -46,12 +52,14 @@ class GradientError(AssertionError):
 
 
 
-_DEFAULT_EPS = {"float64": 1e-6, "float32": 1e-3}
-_DEFAULT_TOL = {"float64": 1e-6, "float32": 1e-2}
+_DEFAULT_EPS: Dict[str, float] = {"float64": 1e-6, "float32": 1e-3}
+_DEFAULT_TOL: Dict[str, float] = {"float64": 1e-6, "float32": 1e-2}
 
 
-def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=None, rel_tol=None,
-                mode=None, cast_to_output_type=False):
+def verify_grad(fun: Callable[..., Any], pt: Sequence[np.ndarray], n_tests: int = 2,
+                rng: Union[np.random.Generator, np.random.RandomState, None] = None, eps: Optional[float] = None,
+                out_type: Optional[str] = None, abs_tol: Optional[float] = None, rel_tol: Optional[float] = None,
+                mode: Union[Mode, str, None] = None, cast_to_output_type: bool = False) -> None:
     """Check ``grad`` of ``fun`` at the point ``pt`` (a list of float arrays) by finite differences.
 
     ``fun`` takes symbolic tensors like ``pt`` and returns one tensor. Its
@@ -79,7 +87,7 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
                        on_unused_input="ignore")
     out_shape = np.shape(cost_and_out(*pt, np.ones((1,) * out.type.ndim, dtype=out.type.dtype))[1])
 
-    def cost_fn(*args):
+    def cost_fn(*args: Any) -> Any:
         return cost_and_out(*args)[0]
 
     eps = eps or _DEFAULT_EPS.get(str(dtype), 1e-6)
@@ -93,7 +101,8 @@ def verify_grad(fun, pt, n_tests=2, rng=None, eps=None, out_type=None, abs_tol=N
             _compare(k, np.asarray(analytic[k], dtype=np.float64), numeric, p.shape, abs_tol, rel_tol)
 
 
-def _central_difference(cost_fn, pt, k, proj, eps):
+def _central_difference(cost_fn: Callable[..., Any], pt: Sequence[np.ndarray], k: int, proj: np.ndarray,
+                        eps: float) -> np.ndarray:
     base = pt[k]
     flat = base.reshape(-1).copy()
     result = np.empty(flat.size, dtype=np.float64)
@@ -111,7 +120,8 @@ def _central_difference(cost_fn, pt, k, proj, eps):
     return result.reshape(base.shape)
 
 
-def _compare(k, analytic, numeric, shape, abs_tol, rel_tol):
+def _compare(k: int, analytic: np.ndarray, numeric: np.ndarray, shape: Tuple[int, ...], abs_tol: float,
+             rel_tol: float) -> None:
     if analytic.shape != numeric.shape:
         raise GradientError(k, -1, shape, analytic.shape, numeric.shape, np.inf, np.inf, abs_tol, rel_tol)
     a, n = analytic.reshape(-1), numeric.reshape(-1)

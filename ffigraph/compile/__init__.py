@@ -12,4 +12,5 @@ from ffigraph.compile.sharedvalue import SharedVariable, shared
 __all__ = [
     "Function", "function", "In", "Out", "Mode", "get_mode", "predefined_linkers", "predefined_modes",
     "DebugMode", "MonitorMode", "NanGuardMode", "register_linker", "register_mode", "SharedVariable", "shared",
-] + _ops.__all__
+]
+__all__ += _ops.__all__   # (two statements, which mypy reads as the names exported)

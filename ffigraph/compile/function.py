@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 from time import perf_counter as _perf_counter
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
+                    Sequence, Set, Tuple, TypeVar, Union)
 
 from ffigraph.compile.calllock import OwnedLock, acquire_all, get_ident, release_all, update_lock_of, wait_turn
 from ffigraph.compile.io import In, Out
@@ -27,10 +29,55 @@ from ffigraph.graph.basic import Constant, Variable, clone_get_equiv, clone_repl
 from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph, MissingInputError
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
-def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=None,
-             trust_input=False, allow_input_downcast=None, on_unused_input="raise", profile=None,
-             no_default_updates=False):
+    from ffigraph.graph.basic import Apply
+    from ffigraph.linkers.basic import Linker
+
+    # the keys of updates and givens: a TypeVar, since a dict's key type is invariant (a
+    # {TensorSharedVariable: ...} is no Mapping[SharedVariable, ...])
+    _S = TypeVar("_S", bound=SharedVariable)
+    _V = TypeVar("_V", bound=Variable)
+    Cell = List[Any]   # a storage cell: a one-element list
+    StrPath = Union[str, "os.PathLike[str]"]
+
+    class ExportedLibrary(Protocol):
+        """What ``Function.export`` returns (``ffigraph.export.ExportBundle``, from the layer above
+        this one): the absolute paths of the export folder's files."""
+
+        @property
+        def directory(self) -> str: ...
+        @property
+        def name(self) -> str: ...
+        @property
+        def library(self) -> str: ...
+        @property
+        def header(self) -> str: ...
+        @property
+        def source(self) -> str: ...
+        @property
+        def example_source(self) -> str: ...
+        @property
+        def makefile(self) -> str: ...
+        @property
+        def readme(self) -> str: ...
+        @property
+        def shared_files(self) -> Mapping[str, str]: ...
+        @property
+        def input_files(self) -> Mapping[str, str]: ...
+        @property
+        def cuda_source(self) -> Optional[str]: ...
+
+
+def function(inputs: Optional[Sequence[Union[Variable, In]]],
+             outputs: Union[Variable, Out, Sequence[Union[Variable, Out]], None] = None,
+             updates: Union[Mapping[_S, Any], Iterable[Tuple[SharedVariable, Any]], None] = None,
+             givens: Union[Mapping[_V, Any], Iterable[Tuple[Variable, Any]], None] = None,
+             mode: Union[Mode, str, None] = None,
+             name: Optional[str] = None, trust_input: bool = False, allow_input_downcast: Optional[bool] = None,
+             on_unused_input: str = "raise", profile: Optional[bool] = None,
+             no_default_updates: Union[bool, Iterable[SharedVariable]] = False) -> Function:
     """Compile a callable computing ``outputs`` from ``inputs``.
 
     outputs: a Variable (the call returns one value), a list (returns a list),
@@ -61,14 +108,15 @@ def function(inputs, outputs=None, updates=None, givens=None, mode=None, name=No
                      trust_input=trust_input, allow_input_downcast=allow_input_downcast,
                      on_unused_input=on_unused_input, profile=bool(profile), no_default_updates=no_default_updates)
     if profile:
-        f.profile.compile_times = times
+        f.profile.compile_times = times  # type: ignore[union-attr]  # a ProfiledFunction's
         if from_config:
             print_at_exit(f.profile)
     return f
 
 
-def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast, on_unused_input,
-             profile, no_default_updates=False):
+def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, name: Optional[str],
+             trust_input: bool, allow_input_downcast: Optional[bool], on_unused_input: str, profile: bool,
+             no_default_updates: Any = False) -> Function:
     ins = _normalise_inputs(inputs, allow_input_downcast)
     outs, single = _normalise_outputs(outputs)
     upd = _normalise_updates(updates)
@@ -93,7 +141,8 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
     computed = out_vars + upd_values + in_upd_values
     shared_vars = _implicit_shared(computed, [s for s, _ in upd])
     _check_inputs_cover_graph(ins, shared_vars, computed, on_unused_input)
-    fgraph = FunctionGraph([i.variable for i in ins] + shared_vars, computed)
+    # (Any: the compile layer adds attributes that the linkers read: mutable_inputs, update_slots, ...)
+    fgraph: Any = FunctionGraph([i.variable for i in ins] + shared_vars, computed)
     fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
     with compile_phase("rewrite"):
@@ -115,8 +164,9 @@ def _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_in
                  [(pos, first + k) for k, (pos, _) in enumerate(in_upd)], trust_input, profile)
 
 
-def _link(name, ins, outs, single, fgraph, mode, shared_vars, update_targets, input_updates, trust_input, profile,
-          default_cells=None):
+def _link(name: Optional[str], ins: List[In], outs: List[Out], single: bool, fgraph: FunctionGraph, mode: Mode,
+          shared_vars: List[SharedVariable], update_targets: List[int], input_updates: List[Tuple[int, int]],
+          trust_input: bool, profile: bool, default_cells: Optional[List[Optional[Cell]]] = None) -> Function:
     """Link a rewritten graph with ``mode``'s linker and wrap it in a Function (``function`` and
     ``Function.copy``). A C library built before is loaded from the process's memo or the cache."""
     linker = mode.new_linker().accept(fgraph)
@@ -131,7 +181,7 @@ def _link(name, ins, outs, single, fgraph, mode, shared_vars, update_targets, in
         input_updates=input_updates, default_cells=default_cells,
     )
     if profile:
-        f.profile.attach(getattr(thunk, "nodes", None) or fgraph.toposort(),
+        f.profile.attach(getattr(thunk, "nodes", None) or fgraph.toposort(),  # type: ignore[union-attr]
                          [how for _, how in linker.describe_nodes()], getattr(thunk, "profile_recorder", None),
                          _linker_label(linker))
     if getattr(linker, "c_callable", False):  # Theano's CLinker(c_callable=True): export as it compiles
@@ -145,16 +195,17 @@ def _link(name, ins, outs, single, fgraph, mode, shared_vars, update_targets, in
 # ``f.export`` and ``CLinker(c_callable=True)`` write C library folders with ``ffigraph.export``, the
 # layer above this one: it hands its two entry points here when imported (``import ffigraph`` does),
 # so compile never imports it.
-_export_entry_points = {}
+_export_entry_points: Dict[str, Callable[..., Any]] = {}
 
 
-def set_exporter(export_function, export_to_cache):
+def set_exporter(export_function: Callable[..., ExportedLibrary],
+                 export_to_cache: Callable[..., ExportedLibrary]) -> None:
     """Plug in the export layer: ``export_function(f, directory, name, example_inputs)`` and
     ``export_to_cache(f, directory)``."""
     _export_entry_points.update(export_function=export_function, export_to_cache=export_to_cache)
 
 
-def _exporter(name):
+def _exporter(name: str) -> Callable[..., Any]:
     try:
         return _export_entry_points[name]
     except KeyError:
@@ -165,7 +216,7 @@ def _exporter(name):
 # ------------------------------------------------------------------ normalising
 
 
-def _normalise_inputs(inputs, allow_input_downcast):
+def _normalise_inputs(inputs: Any, allow_input_downcast: Optional[bool]) -> List[In]:
     if inputs is None:
         inputs = []
     if isinstance(inputs, (Variable, In)):
@@ -198,7 +249,7 @@ def _normalise_inputs(inputs, allow_input_downcast):
     return ins
 
 
-def _normalise_outputs(outputs):
+def _normalise_outputs(outputs: Any) -> Tuple[List[Out], bool]:
     if outputs is None:
         return [], False
     single = not isinstance(outputs, (list, tuple))
@@ -214,7 +265,7 @@ def _normalise_outputs(outputs):
     return outs, single
 
 
-def _as_variable(value, what):
+def _as_variable(value: Any, what: str) -> Variable:
     from ffigraph.tensor.basic import as_tensor_variable
 
     try:
@@ -223,7 +274,7 @@ def _as_variable(value, what):
         raise TypeError("%s is %r, not a symbolic Variable" % (what, value)) from None
 
 
-def _normalise_updates(updates):
+def _normalise_updates(updates: Any) -> List[Tuple[SharedVariable, Variable]]:
     if not updates:
         return []
     pairs = list(updates.items()) if isinstance(updates, dict) else list(updates)
@@ -249,7 +300,7 @@ def _normalise_updates(updates):
     return out
 
 
-def _normalise_input_updates(ins):
+def _normalise_input_updates(ins: List[In]) -> List[Tuple[int, Variable]]:
     """(position, update expression) for each In with an update, its type checked against the input's."""
     found = []
     for pos, spec in enumerate(ins):
@@ -266,7 +317,7 @@ def _normalise_input_updates(ins):
     return found
 
 
-def _normalise_no_default_updates(value):
+def _normalise_no_default_updates(value: Any) -> Union[Literal[True], Set[Variable]]:
     """True (apply no default update), or the set of shared variables whose default update to skip."""
     if isinstance(value, bool):
         return True if value else set()
@@ -279,7 +330,8 @@ def _normalise_no_default_updates(value):
     raise TypeError("no_default_updates must be True, False or a list of shared variables, got %r" % (value,))
 
 
-def _default_updates(variables, explicit, skip, given_pairs):
+def _default_updates(variables: List[Variable], explicit: List[SharedVariable], skip: Set[Variable],
+                     given_pairs: List[Tuple[Variable, Variable]]) -> List[Tuple[SharedVariable, Variable]]:
     """(shared, default_update) for every shared variable that ``variables`` read, with a default update,
     and neither updated explicitly nor in ``skip``; the expressions are searched in turn, since a default
     update may read other shared variables with default updates (PyTensor's rebuild_collect_shared).
@@ -300,7 +352,7 @@ def _default_updates(variables, explicit, skip, given_pairs):
     return found
 
 
-def _normalise_givens(givens):
+def _normalise_givens(givens: Any) -> List[Tuple[Variable, Variable]]:
     pairs = list(givens.items()) if isinstance(givens, dict) else list(givens)
     out = []
     for old, new in pairs:
@@ -314,7 +366,7 @@ def _normalise_givens(givens):
     return out
 
 
-def _implicit_shared(variables, updated):
+def _implicit_shared(variables: List[Variable], updated: List[SharedVariable]) -> List[SharedVariable]:
     found = [v for v in graph_inputs(variables) if isinstance(v, SharedVariable)]
     for s in updated:
         if s not in found:
@@ -322,7 +374,8 @@ def _implicit_shared(variables, updated):
     return found
 
 
-def _check_inputs_cover_graph(ins, shared_vars, variables, on_unused_input):
+def _check_inputs_cover_graph(ins: List[In], shared_vars: List[SharedVariable], variables: List[Variable],
+                              on_unused_input: str) -> None:
     given = {i.variable for i in ins} | set(shared_vars)
     needed = graph_inputs(variables)
     for v in needed:
@@ -342,7 +395,7 @@ def _check_inputs_cover_graph(ins, shared_vars, variables, on_unused_input):
 # ------------------------------------------------------------------ aliasing
 
 
-def _shared_memory_inputs(node, index):
+def _shared_memory_inputs(node: Optional[Apply], index: Optional[int]) -> Optional[List[int]]:
     """Input positions whose memory output ``index`` of ``node`` may be: the inputs it views, and
     overwritten graph inputs. (An overwritten intermediate is handed over whole: nothing else sees it.)"""
     if node is None:
@@ -351,7 +404,7 @@ def _shared_memory_inputs(node, index):
     return list(node.op.view_map.get(index, ())) + destroyed
 
 
-def _alias_roots(var):
+def _alias_roots(var: Variable) -> Set[Variable]:
     """The variables whose memory ``var`` may share, following every op's view_map."""
     roots, stack = set(), [var]
     while stack:
@@ -365,7 +418,7 @@ def _alias_roots(var):
     return roots
 
 
-def _prepare_inner_graphs(fgraph, mode):
+def _prepare_inner_graphs(fgraph: FunctionGraph, mode: Mode) -> None:
     """Ops with a graph of their own (scan's loop body) rewrite a copy of it with this function's
     mode, before the linker compiles them (``op.prepare_inner(mode, rewrite)``)."""
     for node in fgraph.toposort():
@@ -374,14 +427,15 @@ def _prepare_inner_graphs(fgraph, mode):
             hook(mode, _rewrite_inner_graph)
 
 
-def _rewrite_inner_graph(fgraph, mode):
+def _rewrite_inner_graph(fgraph: FunctionGraph, mode: Union[Mode, str, None]) -> None:
     """An inner graph rewritten like a function's: the mode's rewrites, then the copies that keep
     its outputs from sharing memory with each other, constants or freed intermediates."""
     get_mode(mode).optimize(fgraph)
     _insert_deepcopy(fgraph, [True] * len(fgraph.outputs))
 
 
-def _insert_deepcopy(fgraph, borrow_flags, input_borrow=None):
+def _insert_deepcopy(fgraph: FunctionGraph, borrow_flags: List[bool],
+                     input_borrow: Optional[List[bool]] = None) -> None:
     """Copy each output that could share memory with something it must not.
 
     Always copied: a view of a constant or of an intermediate value (a C
@@ -396,7 +450,7 @@ def _insert_deepcopy(fgraph, borrow_flags, input_borrow=None):
     if input_borrow is None:
         input_borrow = [True] * len(fgraph.inputs)
     not_lent = {v for v, lent in zip(fgraph.inputs, input_borrow) if not lent}
-    claimed = set()
+    claimed: Set[Variable] = set()
     for pos, (var, borrow) in enumerate(zip(list(fgraph.outputs), borrow_flags)):
         roots = _alias_roots(var)
         views_internal = any(r is not var and r not in leaves for r in roots)
@@ -414,7 +468,11 @@ def _insert_deepcopy(fgraph, borrow_flags, input_borrow=None):
 class FunctionMaker:
     """What ``function`` built, kept for introspection (``f.maker.fgraph``)."""
 
-    def __init__(self, fgraph, mode, linker, inputs, outputs):
+    compile_times: CompileTimes   # set by function() and Function.copy
+    settings: Any                 # the config snapshot it was compiled under
+
+    def __init__(self, fgraph: FunctionGraph, mode: Mode, linker: Linker, inputs: List[In],
+                 outputs: List[Out]) -> None:
         self.fgraph, self.mode, self.linker = fgraph, mode, linker
         self.inputs, self.outputs = inputs, outputs
 
@@ -422,9 +480,13 @@ class FunctionMaker:
 class Function:
     """A compiled graph. Call it with the inputs' values (by position or by name)."""
 
-    def __init__(self, name, inputs, outputs, single, fgraph, mode, linker, thunk, input_cells,
-                 output_cells, shared, update_targets, trust_input, input_updates=(), default_cells=None,
-                 lock=None):
+    _recipe: Dict[str, Any]   # function()'s arguments, which a pickle keeps (set by function and copy)
+
+    def __init__(self, name: Optional[str], inputs: List[In], outputs: List[Out], single: bool,
+                 fgraph: FunctionGraph, mode: Mode, linker: Linker, thunk: Any, input_cells: List[Cell],
+                 output_cells: List[Cell], shared: List[SharedVariable], update_targets: List[int],
+                 trust_input: bool, input_updates: Sequence[Tuple[int, int]] = (),
+                 default_cells: Optional[List[Optional[Cell]]] = None, lock: Optional[OwnedLock] = None) -> None:
         """``input_updates``: (input position, output index) per In with an update. ``default_cells``:
         the cell holding each input's stored value (None: no value), made from the In specs when not
         given. ``lock``: the call lock of a function whose compiled state this one shares (copy)."""
@@ -439,19 +501,19 @@ class Function:
                               for k, t in enumerate(update_targets)]
         self._specs = inputs
         self._filters = [_input_filter(i) for i in inputs]
-        self._names = {}
+        self._names: Dict[str, int] = {}
         for pos, spec in enumerate(inputs):
             if spec.name is not None:
                 self._names.setdefault(spec.name, pos)
         # one cell per input with a value (a Container's own storage): In(update=...) replaces its content
         self._default_cells = list(default_cells) if default_cells is not None else \
             [_default_cell(spec) for spec in inputs]
-        self._state_outs = [(self._default_cells[pos], j) for pos, j in input_updates]
+        self._state_outs: List[Tuple[Any, int]] = [(self._default_cells[pos], j) for pos, j in input_updates]
         self._input_updates = list(input_updates)
         self._implicit = [pos for pos, spec in enumerate(inputs) if spec.implicit]
         self._shared_vars = list(shared)
         # A linker that can take values directly (the whole-graph C linker) skips the cells.
-        self._direct = getattr(linker, "direct_call", None)
+        self._direct: Any = getattr(linker, "direct_call", None)
         self._shared_cells = [s.container.storage for s in shared]
         self._update_cells = [shared[t].container.storage for t in update_targets]
         self._update_targets = list(update_targets)
@@ -459,7 +521,7 @@ class Function:
         # what a call of all the inputs by position may skip: no shared values, no kept state
         self._plain = not shared and not input_updates and not self._implicit
         self.trust_input = trust_input
-        self.profile = None   # a ProfiledFunction's ProfileStats
+        self.profile: Optional[ProfileStats] = None   # a ProfiledFunction's ProfileStats
         # one call at a time per function (and its copies that share its compiled state); updated
         # shared variables locked in one global order
         self._lock = lock if lock is not None else OwnedLock(self._label())
@@ -469,17 +531,17 @@ class Function:
         self._install_entry()
 
     @property
-    def trust_input(self):
+    def trust_input(self) -> bool:
         return self._trust_input
 
     @trust_input.setter
-    def trust_input(self, value):
+    def trust_input(self, value: bool) -> None:
         self._trust_input = bool(value)
         self._trusted_plain = self._trust_input and getattr(self, "_plain", False)
         if hasattr(self, "_entry"):
             self._install_entry()
 
-    def _install_entry(self):
+    def _install_entry(self) -> None:
         """Make ``self(...)`` run the entry written for this function (``_make_entry``) with no
         Python frame in between: the instance gets its own subclass whose ``__call__`` is the entry
         (a ``__call__(self, *args, **kwargs)`` that unpacks and forwards costs about 90 ns a call
@@ -495,7 +557,7 @@ class Function:
             "__module__": base.__module__, "__qualname__": base.__qualname__,
             "__doc__": base.__doc__})
 
-    def _make_entry(self):
+    def _make_entry(self) -> Optional[Callable[..., Any]]:
         """The call written out for this function's arity, or None: ``entry(self, v0, ..., v{n-1})``.
 
         For a whole-graph C library: the lock's fast path (and the updated shared variables'
@@ -550,7 +612,7 @@ class Function:
 
     # ---- kept input values (In(value=..., update=...)) and copies
 
-    def _input_position(self, key):
+    def _input_position(self, key: Union[Variable, str, int]) -> int:
         """The position of the input named by ``key``: its variable, its name or its position."""
         if isinstance(key, int) and not isinstance(key, bool):
             if 0 <= key < len(self._specs):
@@ -565,7 +627,7 @@ class Function:
         raise KeyError("%s has no input %r (inputs: %s)"
                        % (self._label(), key, ", ".join(str(s.name or s.variable) for s in self._specs) or "none"))
 
-    def _value_cell(self, key):
+    def _value_cell(self, key: Union[Variable, str, int]) -> Tuple[int, Cell]:
         pos = self._input_position(key)
         cell = self._default_cells[pos]
         if cell is None:
@@ -573,17 +635,17 @@ class Function:
                            % (self._label(), self._describe_input(pos)))
         return pos, cell
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[Variable, str, int]) -> Any:
         """PyTensor's ``f[x]``: the value the function keeps for input ``x`` (variable, name or
         position), which In(..., update=...) replaces after each call."""
         return self._value_cell(key)[1][0]
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: Union[Variable, str, int], value: Any) -> None:
         """``f[x] = v``: set the value kept for input ``x`` (filtered to its type); it sticks."""
         pos, cell = self._value_cell(key)
         cell[0] = self._filter_one(pos, value)
 
-    def __contains__(self, key):
+    def __contains__(self, key: Any) -> bool:
         try:
             self._value_cell(key)
         except KeyError:
@@ -591,12 +653,13 @@ class Function:
         return True
 
     @property
-    def container(self):
+    def container(self) -> _ContainerView:
         """PyTensor's ``f.container[x]``: the Container holding input ``x``'s kept value; pass it as
         another function's ``In(x, value=container)`` to share the state."""
         return _ContainerView(self)
 
-    def copy(self, share_memory=False, swap=None, delete_updates=False, name=None, profile=None):
+    def copy(self, share_memory: bool = False, swap: Optional[Mapping[Any, SharedVariable]] = None,
+             delete_updates: bool = False, name: Optional[str] = None, profile: Optional[bool] = None) -> Function:
         """A new function computing the same graph, as PyTensor's ``Function.copy``.
 
         The copy has its own input specs and kept input values: an input whose value is a Container
@@ -654,10 +717,11 @@ class Function:
                       input_updates, self.trust_input, profile, default_cells=default_cells)
         f.maker.compile_times = times
         if profile:
-            f.profile.compile_times = times
+            f.profile.compile_times = times  # type: ignore[union-attr]  # a ProfiledFunction's
         return self._copy_recipe(f, swap, delete_updates, name, profile)
 
-    def _copy_recipe(self, f, swap, delete_updates, name, profile):
+    def _copy_recipe(self, f: Function, swap: Mapping[SharedVariable, SharedVariable], delete_updates: bool,
+                     name: Optional[str], profile: bool) -> Function:
         """A copy computes what ``function()`` would with the original's arguments (so it pickles the
         same way), unless it swaps shared variables or drops updates."""
         recipe = getattr(self, "_recipe", None)
@@ -666,13 +730,13 @@ class Function:
             f.maker.settings = getattr(self.maker, "settings", None)
         return f
 
-    def __reduce__(self):
+    def __reduce__(self) -> Tuple[Any, ...]:
         """Pickled as its graph plus its compiled libraries (ffigraph.compile.pickling)."""
         from ffigraph.compile import pickling
 
         return pickling.rebuild_function, pickling.function_state(self)
 
-    def _check_swap(self, swap):
+    def _check_swap(self, swap: Any) -> Dict[SharedVariable, SharedVariable]:
         """``swap`` as a dict {shared variable this function reads: one of the same type}."""
         if swap is None:
             return {}
@@ -695,13 +759,13 @@ class Function:
 
     # ---- calling
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         entry = self._entry
         if entry is not None:
             return entry(self, *args, **kwargs)   # written out for this arity (see _make_entry)
         return self._call_generic(args, kwargs)
 
-    def _call_generic(self, args, kwargs):
+    def _call_generic(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         """A call with any arguments, through the input specs (keywords, defaults, filters)."""
         # Calls of one function take turns (see ffigraph.compile.calllock); the fast path of the
         # lock is inlined, since it is paid on every call.
@@ -725,7 +789,7 @@ class Function:
             owned.owner = None
             owned.lock.release()
 
-    def _call(self, args, kwargs):
+    def _call(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         """One call, with this function's lock (and its updated variables' locks) held."""
         if self._direct is not None:
             return self._call_direct(args, kwargs)
@@ -754,7 +818,7 @@ class Function:
             return outs[0]
         return outs
 
-    def _call_direct(self, args, kwargs):
+    def _call_direct(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         if self.trust_input and not kwargs and not self._implicit:
             if len(args) != len(self._specs):
                 raise TypeError("%s takes %d inputs, got %d" % (self._label(), len(self._specs), len(args)))
@@ -773,7 +837,7 @@ class Function:
             return outs[0]
         return outs[:n] if len(outs) != n else outs
 
-    def _filtered_values(self, args, kwargs):
+    def _filtered_values(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
         n = len(self._specs)
         if not kwargs and len(args) == n and not self._implicit:
             values = list(args)
@@ -783,7 +847,7 @@ class Function:
             values[pos] = self._filter_one(pos, value)
         return values
 
-    def _filter_one(self, pos, value):
+    def _filter_one(self, pos: int, value: Any) -> Any:
         """Input ``pos``'s value through its type's filter; a refusal names the function and input."""
         try:
             return self._filters[pos](value)
@@ -791,7 +855,7 @@ class Function:
             raise type(err)("%s: bad value for input %s: %s"
                             % (self._label(), self._describe_input(pos), err)) from None
 
-    def _bind(self, args, kwargs):
+    def _bind(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> List[Any]:
         """Positional and keyword arguments, with defaults, as one list in input order."""
         n = len(self._specs)
         if len(args) > n:
@@ -817,26 +881,26 @@ class Function:
                 values[pos] = cell[0]
         return values
 
-    def _fill_inputs(self, args, kwargs):
+    def _fill_inputs(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> None:
         for cell, value in zip(self._input_cells, self._filtered_values(args, kwargs)):
             cell[0] = value
 
-    def _describe_input(self, pos):
+    def _describe_input(self, pos: int) -> str:
         spec = self._specs[pos]
         name = spec.name if spec.name is not None else str(spec.variable)
         return "%r (position %d, type %s)" % (name, pos, spec.variable.type)
 
-    def _label(self):
+    def _label(self) -> str:
         return "function %r" % self.name if self.name else "function"
 
     # ---- introspection
 
     @property
-    def fgraph(self):
+    def fgraph(self) -> FunctionGraph:
         return self.maker.fgraph
 
     @property
-    def fn(self):
+    def fn(self) -> Any:
         """What runs the graph (Theano's ``f.fn``). Its ``filename`` is the folder of the built
         library, as in Theano's c_callable export; None when no whole-graph library was built."""
         thunk = self._thunk
@@ -845,14 +909,14 @@ class Function:
         return thunk
 
     @property
-    def library_dir(self):
+    def library_dir(self) -> Optional[str]:
         """The folder holding this function's built artifacts: the export folder when it was
         compiled with ``CLinker(c_callable=True)``, else the compile-cache entry of its
         whole-graph library; None for linkers that build no single library (py, c|py)."""
         return self.fn.filename
 
     @property
-    def library_path(self):
+    def library_path(self) -> Optional[str]:
         """The path of the whole-graph shared library this function runs (a compile-cache entry's
         ``lib.so``, or an export's library), which a C host loads with ``dlopen`` and enters through
         ``ffg_library_api``; None for linkers that build no single library (py, c|py)."""
@@ -860,7 +924,7 @@ class Function:
         compiled = getattr(linker, "compiled", None)
         return None if compiled is None else compiled.library.path
 
-    def c_source(self):
+    def c_source(self) -> str:
         """The C this function runs, as generated: the whole-graph library's translation unit
         (linker c, or cvm when every node has C code), or each node's own unit in order (c|py).
         The built artifacts are in ``library_dir``."""
@@ -872,7 +936,8 @@ class Function:
                              % (self._label(), getattr(linker, "name", linker)))
         return source()
 
-    def export(self, directory, name=None, example_inputs=None):
+    def export(self, directory: StrPath, name: Optional[str] = None,
+               example_inputs: Optional[Sequence[ArrayLike]] = None) -> ExportedLibrary:
         """Write this function as a self-contained C library folder and return its paths.
 
         The folder holds ``lib<name>.so``, ``<name>.h`` (typed prototypes and the slot
@@ -887,14 +952,14 @@ class Function:
         self._check_exportable()
         return _exporter("export_function")(self, directory, name=name, example_inputs=example_inputs)
 
-    def _check_exportable(self):
+    def _check_exportable(self) -> None:
         # the library's slot map knows shared variables' updates, not values an In(update=) keeps
         if self._input_updates:
             raise NotImplementedError("%s keeps input values updated with In(..., update=...), which an "
                                       "exported library cannot hold; use shared variables and updates="
                                       % self._label())
 
-    def info(self):
+    def info(self) -> str:
         """Which linker ran, and how each node runs."""
         linker = self.maker.linker
         lines = ["%s: linker %s, mode %s" % (self._label(), getattr(linker, "name", linker), self.maker.mode)]
@@ -902,7 +967,7 @@ class Function:
             lines.append("  #%d %s  [%s]" % (pos, node, how))
         return "\n".join(lines)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<Function %s: %s>" % (self.name or "", ", ".join(map(str, self.fgraph.outputs)))
 
 
@@ -910,11 +975,13 @@ class ProfiledFunction(Function):
     """A Function compiled with profile=True: each call is timed into ``self.profile``.
     A subclass, so that a function without profiling runs Function.__call__ untouched."""
 
-    def __init__(self, *args, **kwargs):
+    profile: ProfileStats
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.profile = ProfileStats(self.name)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         start = _perf_counter()
         try:
             return Function.__call__(self, *args, **kwargs)
@@ -922,7 +989,7 @@ class ProfiledFunction(Function):
             self.profile.add_call(_perf_counter() - start)
 
 
-def _linker_label(linker):
+def _linker_label(linker: Linker) -> str:
     chosen = getattr(linker, "chosen", None)
     name = getattr(linker, "name", type(linker).__name__)
     if chosen is not None:
@@ -934,7 +1001,7 @@ _MISSING = object()
 _NOT_GIVEN = object()   # a parameter of a written-out entry that the call left out
 
 
-def _library_dir(linker):
+def _library_dir(linker: Linker) -> Optional[str]:
     """The folder of the whole-graph library a linker built, or None."""
     linker = getattr(linker, "chosen", None) or linker
     compiled = getattr(linker, "compiled", None)
@@ -943,7 +1010,7 @@ def _library_dir(linker):
     return os.path.dirname(compiled.library.path)
 
 
-def _default_cell(spec):
+def _default_cell(spec: In) -> Optional[Cell]:
     """The cell of an input's stored value: a Container value's own storage (shared with whoever holds
     it), else a new cell; None without a value. A value that updates replace is filtered and copied
     now, since the function may then overwrite it in place (mutable), and the caller's array must not
@@ -961,7 +1028,7 @@ def _default_cell(spec):
     return [copy_value(filtered) if copy_value is not None and filtered is value else filtered]
 
 
-def _copied_default_cell(spec, cell):
+def _copied_default_cell(spec: In, cell: Optional[Cell]) -> Optional[Cell]:
     """A copy's cell for an input's stored value (PyTensor's Function.copy): a Container is shared, a
     mutable input starts again from its In value, any other from the original's current value."""
     if cell is None or isinstance(spec.value, Container):
@@ -971,7 +1038,8 @@ def _copied_default_cell(spec, cell):
     return [cell[0]]
 
 
-def _copy_fgraph(fgraph, n_inputs, swap):
+def _copy_fgraph(fgraph: FunctionGraph, n_inputs: int,
+                 swap: Mapping[SharedVariable, SharedVariable]) -> FunctionGraph:
     """A private copy of a rewritten graph (the same ops, so the same C library), with each shared
     variable in ``swap`` replaced by the new one (a clone, as shared graph inputs are). The clone keeps
     the name of the input it replaces: a C library names its slots after the graph's inputs, so a new
@@ -983,7 +1051,7 @@ def _copy_fgraph(fgraph, n_inputs, swap):
                 memo[var] = clone = new.clone()
                 clone.name = var.name
     equiv = clone_get_equiv(fgraph.inputs, fgraph.outputs, copy_inputs=True, memo=memo)
-    copied = FunctionGraph([equiv[v] for v in fgraph.inputs], [equiv[v] for v in fgraph.outputs], clone=False)
+    copied: Any = FunctionGraph([equiv[v] for v in fgraph.inputs], [equiv[v] for v in fgraph.outputs], clone=False)
     copied.mutable_inputs = {equiv[v] for v in getattr(fgraph, "mutable_inputs", ())}
     copied.update_slots = list(getattr(fgraph, "update_slots", ()))
     for attribute in ("update_inputs", "output_names"):
@@ -995,10 +1063,10 @@ def _copy_fgraph(fgraph, n_inputs, swap):
 class _ContainerView:
     """``f.container[x]``: a Container over the cell that holds input ``x``'s kept value."""
 
-    def __init__(self, function):
+    def __init__(self, function: Function) -> None:
         self._function = function
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: Union[Variable, str, int]) -> Container:
         f = self._function
         pos, cell = f._value_cell(key)
         spec = f._specs[pos]
@@ -1008,16 +1076,17 @@ class _ContainerView:
                          allow_downcast=spec.allow_downcast)
 
 
-def _input_filter(spec):
+def _input_filter(spec: In) -> Callable[[Any], Any]:
     vtype, strict, downcast = spec.variable.type, spec.strict, spec.allow_downcast
 
-    def filt(value):
+    def filt(value: Any) -> Any:
         return vtype.filter(value, strict=strict, allow_downcast=downcast)
 
     return filt
 
 
-def _build_for_lower_layers(inputs, outputs, linker=None, optimizer="default"):
+def _build_for_lower_layers(inputs: Sequence[Variable], outputs: Any, linker: Union[str, Linker, None] = None,
+                            optimizer: Any = "default") -> Function:
     """How the graph and rewriting layers compile (``Variable.eval``; constant folding of an op that
     folds through its own C code): the default mode, or the linker and optimizer asked for."""
     mode = None if linker is None and optimizer == "default" else Mode(linker=linker, optimizer=optimizer)

@@ -1,8 +1,13 @@
 """``In`` and ``Out``: how a function treats each of its inputs and outputs."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Optional, Union
+
 from ffigraph.graph.basic import Constant, Variable
 from ffigraph.linkers.basic import Container
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _NO_VALUE = object()
 
@@ -27,8 +32,10 @@ class In:
     when ``value`` is a Container, else False, as in PyTensor. The input keeps its position.
     """
 
-    def __init__(self, variable, name=None, value=_NO_VALUE, update=None, mutable=None, borrow=False,
-                 strict=False, allow_downcast=None, implicit=None):
+    def __init__(self, variable: Variable, name: Optional[str] = None, value: Any = _NO_VALUE,
+                 update: Union[Variable, ArrayLike, None] = None,
+                 mutable: Optional[bool] = None, borrow: bool = False, strict: bool = False,
+                 allow_downcast: Optional[bool] = None, implicit: Optional[bool] = None) -> None:
         if not isinstance(variable, Variable):
             raise TypeError("In() needs a symbolic Variable, got %r" % (variable,))
         if isinstance(variable, Constant):
@@ -57,10 +64,10 @@ class In:
         self.implicit = bool(implicit)
 
     @property
-    def has_default(self):
+    def has_default(self) -> bool:
         return self.value is not _NO_VALUE
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         if self.update is not None:
             return "In(%s -> %s)" % (self.variable, self.update)
         return "In(%s)" % (self.variable,)
@@ -70,11 +77,11 @@ class Out:
     """An output of ``function``; ``borrow=True`` lets it alias the memory of inputs lent with
     ``In(..., borrow=True)`` and of shared variables, instead of being copied."""
 
-    def __init__(self, variable, borrow=False):
+    def __init__(self, variable: Variable, borrow: bool = False) -> None:
         if not isinstance(variable, Variable):
             raise TypeError("Out() needs a symbolic Variable, got %r" % (variable,))
         self.variable = variable
         self.borrow = borrow
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Out(%s)" % (self.variable,)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import namedtuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
 from ffigraph.config import config
 from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
@@ -16,17 +17,24 @@ from ffigraph.linkers import devices
 from ffigraph.linkers.basic import Linker, PerformLinker
 from ffigraph.linkers.c import CLinker, CVMLinker, OpWiseCLinker
 
+if TYPE_CHECKING:
+    from ffigraph.graph.fg import FunctionGraph
+
+    # an optimizer: a name of predefined_optimizers, "default" (config.optimizer), None (no
+    # rewrites) or a callable applied to the FunctionGraph
+    OptimizerSpec = Union[str, Callable[[FunctionGraph], Any], None]
+
 _log = logging.getLogger("ffigraph.rewriting")  # the phases, beside the rewrites they run
 
-predefined_linkers = {
+predefined_linkers: Dict[str, Callable[[], Linker]] = {
     "py": PerformLinker, "c": CLinker, "c|py": OpWiseCLinker, "cvm": CVMLinker,
-    # Theano's and PyTensor's other names, as the nearest ffigraph linker (README, "Modes and linkers"):
+    # Theano's and PyTensor's other names, as the nearest ffigraph linker (docs/tutorial/functions.rst, "Modes and linkers"):
     # vm is their VM with a Python loop over per-node C thunks, which c|py is here; ffigraph has no
     # allow_gc switch (a Python-sequenced linker keeps intermediates until the next call starts, the
     # whole-graph library frees them as the call ends), so a _nogc name is its linker's twin.
     "vm": OpWiseCLinker, "vm_nogc": OpWiseCLinker, "c|py_nogc": OpWiseCLinker, "cvm_nogc": CVMLinker,
 }
-predefined_modes = {}
+predefined_modes: Dict[str, Callable[[], Mode]] = {}
 
 # What an optimizer name selects from the rewrite database (PyTensor's RewriteDatabaseQuery):
 # rewrites tagged with any of ``include`` and all of ``require``, none of ``exclude``, and, with
@@ -38,8 +46,8 @@ _OPT_FAST_COMPILE = OptimizerQuery(("fast_compile",), (), (), None)
 _OPT_O3 = OptimizerQuery(("fast_run",), ("inplace",), (), None)
 
 # PyTensor's names and meanings (pytensor.compile.mode.predefined_optimizers), over ffigraph's
-# rewrites; the README's "Rewrites" lists what each runs here.
-predefined_optimizers = {
+# rewrites; docs/tutorial/rewrites.rst lists what each runs here.
+predefined_optimizers: Dict[Optional[str], OptimizerQuery] = {
     None: _OPT_NONE,
     "None": _OPT_NONE,
     "merge": OptimizerQuery(("merge",), (), (), None),
@@ -54,7 +62,7 @@ predefined_optimizers = {
 }
 
 
-def _register(registry, what, name, factory):
+def _register(registry: Dict[str, Any], what: str, name: str, factory: Callable[[], Any]) -> None:
     if name in registry:
         raise ValueError("a %s named %r is already registered" % (what, name))
     if not callable(factory):
@@ -62,12 +70,12 @@ def _register(registry, what, name, factory):
     registry[name] = factory
 
 
-def register_linker(name, linker_factory):
+def register_linker(name: str, linker_factory: Callable[[], Linker]) -> None:
     """Make ``Mode(linker=name)`` use ``linker_factory()`` (a Linker class or zero-arg callable)."""
     _register(predefined_linkers, "linker", name, linker_factory)
 
 
-def _make_linker(linker):
+def _make_linker(linker: Union[str, Linker, None]) -> Linker:
     if linker is None:
         linker = config.linker
     if isinstance(linker, Linker):
@@ -80,7 +88,8 @@ def _make_linker(linker):
     raise TypeError("linker must be a Linker or a registered name, got %r" % (linker,))
 
 
-def _optimizer_query(optimizer, from_config=False):
+def _optimizer_query(optimizer: OptimizerSpec,
+                     from_config: bool = False) -> Union[OptimizerQuery, Callable[[FunctionGraph], Any]]:
     """The OptimizerQuery an optimizer name stands for, or the callable itself."""
     if optimizer is None or isinstance(optimizer, str):
         query = predefined_optimizers.get(optimizer)
@@ -90,11 +99,12 @@ def _optimizer_query(optimizer, from_config=False):
         message = "unknown optimizer %r (known: %s; or a callable taking the FunctionGraph)" % (optimizer, known)
         if from_config:
             message = "config.optimizer: " + message
-        mode_names = [m for m in predefined_modes if m.upper() == optimizer.upper()]
+        # (a str here: None is a name of predefined_optimizers)
+        mode_names = [m for m in predefined_modes if m.upper() == optimizer.upper()]  # type: ignore[union-attr]
         if mode_names:
             message += "; %r is a mode name: pass mode=%r to function()" % (optimizer, mode_names[0])
-            if optimizer.lower() in predefined_optimizers:
-                message += ", or optimizer=%r" % (optimizer.lower(),)
+            if optimizer.lower() in predefined_optimizers:  # type: ignore[union-attr]
+                message += ", or optimizer=%r" % (optimizer.lower(),)  # type: ignore[union-attr]
         raise ValueError(message)
     if callable(optimizer):
         return optimizer
@@ -112,7 +122,9 @@ class Mode:
     is a Linker or a name of ``predefined_linkers`` (None: ``config.linker``).
     """
 
-    def __init__(self, linker=None, optimizer="default", include=(), exclude=(), require=(), device=None):
+    def __init__(self, linker: Union[str, Linker, None] = None, optimizer: OptimizerSpec = "default",
+                 include: Iterable[str] = (), exclude: Iterable[str] = (), require: Iterable[str] = (),
+                 device: Optional[str] = None) -> None:
         self.linker_spec = linker
         self._linker = _make_linker(linker)
         from_config = isinstance(optimizer, str) and optimizer == "default"
@@ -130,32 +142,32 @@ class Mode:
                 self.include += ("gpu",)   # the GPU rewrite moves supported nodes to the device
 
     @property
-    def linker(self):
+    def linker(self) -> Linker:
         return self._linker
 
-    def new_linker(self):
+    def new_linker(self) -> Linker:
         """A fresh linker of this mode's kind, for one function."""
         if isinstance(self.linker_spec, Linker):
             return self.linker_spec  # Linker.accept makes a copy when it is already bound
         return _make_linker(self.linker_spec)
 
-    def _clone(self, **changes):
-        kw = dict(linker=self.linker_spec if self.linker_spec is not None else self._linker,
-                  optimizer=self.optimizer, include=self.include, exclude=self.exclude, require=self.require,
-                  device=self.device)
+    def _clone(self, **changes: Any) -> Mode:
+        kw: Dict[str, Any] = dict(linker=self.linker_spec if self.linker_spec is not None else self._linker,
+                                  optimizer=self.optimizer, include=self.include, exclude=self.exclude,
+                                  require=self.require, device=self.device)
         kw.update(changes)
         return Mode(**kw)
 
-    def including(self, *tags):
+    def including(self, *tags: str) -> Mode:
         return self._clone(include=self.include + tags)
 
-    def excluding(self, *tags):
+    def excluding(self, *tags: str) -> Mode:
         return self._clone(exclude=self.exclude + tags)
 
-    def requiring(self, *tags):
+    def requiring(self, *tags: str) -> Mode:
         return self._clone(require=self.require + tags)
 
-    def rewrites(self):
+    def rewrites(self) -> List[Tuple[str, Callable[..., Any]]]:
         """The (name, rewrite) pairs this mode applies, in order."""
         import ffigraph.rewriting  # noqa: F401  (registers the standard rewrites on first use)
 
@@ -166,11 +178,11 @@ class Mode:
         return optdb.query(include=set(query.include) | set(self.include), exclude=self._excluded(),
                            require=query.require + self.require, position_cutoff=cutoff)
 
-    def _excluded(self):
+    def _excluded(self) -> Tuple[str, ...]:
         query = self._query
         return (query.exclude if isinstance(query, OptimizerQuery) else ()) + self.exclude
 
-    def optimize(self, fgraph):
+    def optimize(self, fgraph: FunctionGraph) -> FunctionGraph:
         """Apply this mode's rewrites in order; groups of node rewriters also honour ``excluding``."""
         debug = _log.isEnabledFor(logging.DEBUG)
         excluded = self._excluded()
@@ -186,14 +198,14 @@ class Mode:
                            time.perf_counter() - start)
         return fgraph
 
-    def __str__(self):
+    def __str__(self) -> str:
         device = ", device=cuda" if self.device == "cuda" else ""
         return "Mode(linker=%s, optimizer=%s%s)" % (getattr(self._linker, "name", self._linker), self.optimizer, device)
 
     __repr__ = __str__
 
 
-def get_mode(mode):
+def get_mode(mode: Union[Mode, str, None]) -> Mode:
     """A Mode from None (``config.mode``), a registered name, or a Mode.
 
     Names are matched exactly, then as a linker name (``'py'``: that linker with
@@ -217,7 +229,7 @@ def get_mode(mode):
     raise TypeError("mode must be a Mode or a registered name, got %r" % (mode,))
 
 
-def register_mode(name, mode_factory):
+def register_mode(name: str, mode_factory: Callable[[], Mode]) -> None:
     """Make ``function(..., mode=name)`` use ``mode_factory()``."""
     _register(predefined_modes, "mode", name, mode_factory)
 

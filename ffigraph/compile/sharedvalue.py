@@ -1,10 +1,18 @@
 """Shared variables: symbolic inputs whose value lives between calls (model parameters)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence, Type
+
 import numpy as np
 
 from ffigraph.graph.basic import Variable
 from ffigraph.linkers.basic import Container
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ffigraph.graph.type import Type as GraphType
+    from ffigraph.tensor.variable import _TensorOperators
 
 
 class SharedVariable(Variable):
@@ -13,16 +21,17 @@ class SharedVariable(Variable):
     Functions read it implicitly and may replace it through ``updates``.
     """
 
-    def __init__(self, type, value, name=None, strict=False, allow_downcast=None, container=None):
+    def __init__(self, type: GraphType, value: Any, name: Optional[str] = None, strict: bool = False,
+                 allow_downcast: Optional[bool] = None, container: Optional[Container] = None) -> None:
         super().__init__(type, None, None, name)
         if container is None:
             container = Container(type, name=name, strict=strict, allow_downcast=allow_downcast)
             container.storage[0] = type.filter(value, strict=strict, allow_downcast=allow_downcast)
         self.container = container
-        self._default_update = None
+        self._default_update: Optional[Variable] = None
 
     @property
-    def default_update(self):
+    def default_update(self) -> Optional[Variable]:
         """An update expression applied by every function that reads this variable, as in PyTensor:
         ``s.default_update = s + 1`` makes each call of such a function advance ``s``, unless the
         function has an explicit update for ``s`` or skips it with ``no_default_updates``. None (the
@@ -30,7 +39,7 @@ class SharedVariable(Variable):
         return self._default_update
 
     @default_update.setter
-    def default_update(self, value):
+    def default_update(self, value: Optional[Variable]) -> None:
         if value is None:
             self._default_update = None
             return
@@ -39,12 +48,12 @@ class SharedVariable(Variable):
         except TypeError as err:
             raise TypeError("default_update of shared variable %s: %s" % (self, err)) from None
 
-    def get_value(self, borrow=False, return_internal_type=False):
+    def get_value(self, borrow: bool = False, return_internal_type: bool = False) -> Any:
         """The current value; a copy unless ``borrow=True``."""
         value = self.container.storage[0]
         return value if borrow else self.type.copy_value(value)
 
-    def set_value(self, new_value, borrow=False):
+    def set_value(self, new_value: Any, borrow: bool = False) -> None:
         """Replace the value (filtered to the type); it is copied unless ``borrow=True``."""
         filtered = self.type.filter(new_value, strict=self.container.strict,
                                     allow_downcast=self.container.allow_downcast)
@@ -53,23 +62,23 @@ class SharedVariable(Variable):
         self.container.storage[0] = filtered
 
     @property
-    def value(self):
+    def value(self) -> Any:
         return self.get_value()
 
-    def get_test_value(self):
+    def get_test_value(self) -> Any:
         """A shared variable's test value is its current value (for config.compute_test_value)."""
         return self.get_value(borrow=True, return_internal_type=True)
 
-    def clone(self, name=None):
+    def clone(self, name: Optional[str] = None) -> SharedVariable:
         cp = type(self)(self.type, None, name if name is not None else self.name, container=self.container)
         cp.tag.__dict__.update(self.tag.__dict__)
         return cp
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name if self.name is not None else "<shared %s>" % (self.type,)
 
 
-def _may_share(a, b):
+def _may_share(a: Any, b: Any) -> bool:
     if a is b:
         return True
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
@@ -77,7 +86,16 @@ def _may_share(a, b):
     return False
 
 
-def _tensor_shared_class():
+if TYPE_CHECKING:
+    class TensorSharedVariable(_TensorOperators, SharedVariable):
+        """A shared n-d array (the class ``tensor_shared_class`` makes on first use, as mypy sees it)."""
+
+        def get_value(self, borrow: bool = False, return_internal_type: bool = False) -> np.ndarray: ...
+
+        def set_value(self, new_value: ArrayLike, borrow: bool = False) -> None: ...
+
+
+def _tensor_shared_class() -> Type[TensorSharedVariable]:
     from ffigraph.tensor.variable import _TensorOperators
 
     class TensorSharedVariable(_TensorOperators, SharedVariable):
@@ -87,25 +105,27 @@ def _tensor_shared_class():
     # this module: the module's __getattr__ makes it then
     TensorSharedVariable.__qualname__ = "TensorSharedVariable"
     TensorSharedVariable.__module__ = __name__
-    return TensorSharedVariable
+    return TensorSharedVariable  # type: ignore[return-value]  # (declared above for mypy)
 
 
-def __getattr__(name):
+def __getattr__(name: str) -> Any:
     if name == "TensorSharedVariable":
         return tensor_shared_class()
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-_TENSOR_SHARED = []
+_TENSOR_SHARED: List[Type[TensorSharedVariable]] = []
 
 
-def tensor_shared_class():
+def tensor_shared_class() -> Type[TensorSharedVariable]:
     if not _TENSOR_SHARED:
         _TENSOR_SHARED.append(_tensor_shared_class())
     return _TENSOR_SHARED[0]
 
 
-def shared(value, name=None, strict=False, allow_downcast=None, borrow=False, shape=None):
+def shared(value: ArrayLike, name: Optional[str] = None, strict: bool = False,
+           allow_downcast: Optional[bool] = None, borrow: bool = False,
+           shape: Optional[Sequence[Optional[int]]] = None) -> TensorSharedVariable:
     """A shared tensor initialised with ``value`` (copied unless ``borrow=True``).
 
     The type's static shape is unknown on every axis unless ``shape`` says

@@ -5,7 +5,9 @@ write the library, its headers, a Makefile, an example ``main.c``, a ``.npy``
 file per shared variable and a README. See ``bundle.py`` for the steps.
 """
 from ffigraph.compile.function import set_exporter
-from ffigraph.export.bundle import ExportBundle, export_function, export_to_cache, undefined_symbols  # noqa: F401
+# (``name as name``: a re-export, to type checkers too)
+from ffigraph.export.bundle import ExportBundle as ExportBundle, export_function as export_function  # noqa: F401
+from ffigraph.export.bundle import export_to_cache as export_to_cache, undefined_symbols as undefined_symbols  # noqa
 
 # f.export() and CLinker(c_callable=True) reach this layer through the compile layer's plug
 set_exporter(export_function, export_to_cache)

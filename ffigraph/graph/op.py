@@ -105,7 +105,7 @@ class Op(PropsIdentity):
     overwrite; outputs not listed there must be fresh memory.
     """
 
-    __props__ = None
+    __props__: tuple = None  # type: ignore[assignment]  # (PropsIdentity's: None keeps identity)
     view_map: dict = {}
     destroy_map: dict = {}
     default_output = None

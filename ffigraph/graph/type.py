@@ -16,7 +16,7 @@ class Type(PropsIdentity):
     backend's ``CType`` mix-in; a plain Type runs under the Python linker only.
     """
 
-    __props__ = ()
+    __props__: tuple = ()
     variable_type = Variable
     constant_type = Constant
 

@@ -1,4 +1,6 @@
 """Symbolic tensors: types, constructors (``dmatrix``, ``fvector``, ...) and operations."""
+import typing as _typing
+
 from ffigraph.tensor.basic import *  # noqa: F401,F403
 from ffigraph.tensor.basic import __all__ as _basic_all
 from ffigraph.tensor.math import *  # noqa: F401,F403
@@ -14,13 +16,19 @@ from ffigraph.tensor.gradient import grad, hessian, jacobian  # noqa: E402  (The
 from ffigraph.tensor import nnet, special  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, ...)
 from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)
 
-__all__ = list(_basic_all) + list(_math_all) + [
+__all__ = list(_basic_all) + list(_math_all)
+__all__ += [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES",
     "IncSubtensor", "inc_subtensor", "set_subtensor", "AdvancedSubtensor1", "AdvancedSubtensor",
     "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
     "grad", "jacobian", "hessian",
 ]
 __all__ += ["logsumexp"]
+if _typing.TYPE_CHECKING:
+    # mypy reads only literal lists and ``module.__all__`` here: the typed constructors of basic
+    from ffigraph.tensor import basic as _basic
+
+    __all__ += _basic.__all__
 from ffigraph.tensor.extra_ops import *  # noqa: F401,F403,E402  (issue 27: cumsum, cumprod, diff, bincount, ...)
 from ffigraph.tensor.extra_ops import __all__ as _extra_ops_all  # noqa: E402
 from ffigraph.tensor.sort import *  # noqa: F401,F403,E402

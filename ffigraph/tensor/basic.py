@@ -1,6 +1,8 @@
 """Making tensors: variables, constants, conversions, and the ops that build arrays."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Protocol, Sequence, Tuple, TypeVar, Union, overload
+
 import numpy as np
 
 from ffigraph.config import config
@@ -12,10 +14,37 @@ from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
 from ffigraph.tensor.variable import TensorConstant, TensorVariable
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, DTypeLike
+
+    # what as_tensor_variable takes: a variable, a value, or a (nested) list of variables and values
+    TensorLike = Union[Variable, ArrayLike, Sequence[Union[Variable, ArrayLike]]]
+    # a static shape: an int (the axis' size) or None (known at run time) per axis
+    StaticShape = Sequence[Optional[int]]
+    _V = TypeVar("_V", bound=Variable)
+
+    class TensorConstructor(Protocol):
+        """``dmatrix``, ``vector``, ``row``, ...: a symbolic tensor of the constructor's rank (and
+        dtype, unless ``dtype`` is given: floatX for the letterless ones)."""
+
+        def __call__(self, name: Optional[str] = None, dtype: Optional[DTypeLike] = ...,
+                     shape: Optional[StaticShape] = None) -> TensorVariable: ...
+
+    class PluralConstructor(Protocol):
+        """``dmatrices``, ``vectors``, ...: ``f(3)`` makes three variables, ``f("x", "y")`` one per name;
+        one string makes one variable, or one per character (``"xy"``) or comma-separated name."""
+
+        @overload
+        def __call__(self, n: int, /) -> List[TensorVariable]: ...
+        @overload
+        def __call__(self, name1: str, name2: str, /, *names: str) -> List[TensorVariable]: ...
+        @overload
+        def __call__(self, names: Union[str, Sequence[str]], /) -> Any: ...
+
 # ------------------------------------------------------------------ conversion
 
 
-def _python_scalar_dtype(value):
+def _python_scalar_dtype(value: Any) -> str:
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, int):
@@ -25,7 +54,8 @@ def _python_scalar_dtype(value):
     return "complex128"
 
 
-def constant(value, name=None, ndim=None, dtype=None):
+def constant(value: ArrayLike, name: Optional[str] = None, ndim: Optional[int] = None,
+             dtype: Optional[DTypeLike] = None) -> TensorConstant:
     """A TensorConstant; Python scalars without a dtype become weak constants (NEP 50)."""
     weak = dtype is None and isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic)
     if weak:
@@ -43,15 +73,26 @@ def constant(value, name=None, ndim=None, dtype=None):
     return TensorConstant(ttype, arr, name=name, weak=weak)
 
 
-def as_tensor_variable(x, name=None, ndim=None, dtype=None):
+# a variable passes through (without a dtype to cast to); a value becomes a constant
+@overload
+def as_tensor_variable(  # type: ignore[overload-overlap]  # (the first that matches applies)
+        x: _V, name: Optional[str] = None, ndim: Optional[int] = None, dtype: None = None) -> _V: ...
+@overload
+def as_tensor_variable(x: TensorLike, name: Optional[str] = None, ndim: Optional[int] = None,
+                       dtype: Optional[DTypeLike] = None) -> Union[TensorVariable, TensorConstant]: ...
+
+
+def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] = None,
+                       dtype: Optional[DTypeLike] = None) -> Any:
     """``x`` as a tensor Variable: variables pass through, values become constants."""
     if isinstance(x, Apply):
         x = x.out
     if isinstance(x, Variable):
         if not isinstance(x.type, TensorType):
             raise TypeError("%s has type %s, not a tensor type" % (x, x.type))
-        if ndim is not None and x.ndim != ndim:
-            raise ValueError("%s has %d dimensions, expected %d" % (x, x.ndim, ndim))
+        # (a tensor variable: its ndim comes from the TensorType, which mypy does not follow)
+        if ndim is not None and x.ndim != ndim:  # type: ignore[attr-defined]
+            raise ValueError("%s has %d dimensions, expected %d" % (x, x.ndim, ndim))  # type: ignore[attr-defined]
         return x if dtype is None else cast(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
         return stack([as_tensor_variable(e) for e in x])
@@ -89,15 +130,17 @@ class NotScalarConstantError(ValueError):
 # ------------------------------------------------------------------ constructors
 
 
-def tensor(dtype=None, shape=None, name=None):
+def tensor(dtype: Optional[DTypeLike] = None, shape: Optional[StaticShape] = None,
+           name: Optional[str] = None) -> TensorVariable:
     """A symbolic tensor; ``shape`` holds an int (static size) or None per axis."""
     if shape is None:
         raise TypeError("tensor() needs a shape, e.g. tensor('float64', (None, 3))")
     return TensorType(dtype, shape)(name)
 
 
-def _maker(ndim, dtype=None):
-    def make(name=None, dtype=dtype, shape=None):
+def _maker(ndim: int, dtype: Optional[DTypeLike] = None) -> TensorConstructor:
+    def make(name: Optional[str] = None, dtype: Optional[DTypeLike] = dtype,
+             shape: Optional[StaticShape] = None) -> TensorVariable:
         return TensorType(dtype, (None,) * ndim if shape is None else shape)(name)
 
     return make
@@ -122,10 +165,12 @@ for _p, _dt in _PREFIXES.items():
 del _p, _dt, _kind, _nd
 
 
-def _broadcastable_maker(static, what, dtype=None):
+def _broadcastable_maker(static: Tuple[Optional[int], ...], what: str,
+                         dtype: Optional[DTypeLike] = None) -> TensorConstructor:
     """PyTensor's ``row`` (static shape (1, None)) and ``col`` ((None, 1)): the length-1 axis
     must stay 1 in a given ``shape``."""
-    def make(name=None, dtype=dtype, shape=None):
+    def make(name: Optional[str] = None, dtype: Optional[DTypeLike] = dtype,
+             shape: Optional[StaticShape] = None) -> TensorVariable:
         shape = static if shape is None else tuple(shape)
         if len(shape) != 2 or any(s == 1 and shape[a] != 1 for a, s in enumerate(static)):
             raise ValueError("%s: the shape must be like %s (the axis of length 1 stays 1), got %s"
@@ -144,12 +189,12 @@ for _p, _dt in _PREFIXES.items():
 del _p, _dt, _kind, _static
 
 
-def _plural(make):
+def _plural(make: Callable[..., TensorVariable]) -> PluralConstructor:
     """PyTensor's plural constructors (``dmatrices``): ``f(3)`` makes three unnamed variables,
     ``f("x", "y")`` one per name, and one string one per character (``f("xy")``), as PyTensor's
     ``apply_across_args`` does; one name gives one variable. A string with commas or spaces
     (``"x, y"``) is split on them instead (PyTensor would make a variable per character)."""
-    def plural(*names):
+    def plural(*names: Any) -> Any:
         if names and isinstance(names[0], (int, np.integer)) and not isinstance(names[0], bool):
             return [make() for _ in range(int(names[0]))]
         if len(names) == 1:
@@ -172,6 +217,30 @@ for _kind, _many in _PLURALS.items():
     for _p in ("", "f", "d", "i", "l"):
         globals()[_p + _many] = _plural(globals()[_p + _kind])
 del _kind, _many, _p
+
+if TYPE_CHECKING:
+    # The constructors the loops above make, as mypy sees them (it does not run loops); a test
+    # (tests/typecheck/test_typing_declarations.py) keeps these names equal to the loops'.
+    bscalar = wscalar = iscalar = lscalar = fscalar = dscalar = cscalar = zscalar = scalar
+    bvector = wvector = ivector = lvector = fvector = dvector = cvector = zvector = vector
+    bmatrix = wmatrix = imatrix = lmatrix = fmatrix = dmatrix = cmatrix = zmatrix = matrix
+    btensor3 = wtensor3 = itensor3 = ltensor3 = ftensor3 = dtensor3 = ctensor3 = ztensor3 = tensor3
+    btensor4 = wtensor4 = itensor4 = ltensor4 = ftensor4 = dtensor4 = ctensor4 = ztensor4 = tensor4
+    btensor5 = wtensor5 = itensor5 = ltensor5 = ftensor5 = dtensor5 = ctensor5 = ztensor5 = tensor5
+    btensor6 = wtensor6 = itensor6 = ltensor6 = ftensor6 = dtensor6 = ctensor6 = ztensor6 = tensor6
+    btensor7 = wtensor7 = itensor7 = ltensor7 = ftensor7 = dtensor7 = ctensor7 = ztensor7 = tensor7
+    brow = wrow = irow = lrow = frow = drow = crow = zrow = row
+    bcol = wcol = icol = lcol = fcol = dcol = ccol = zcol = col
+    scalars = fscalars = dscalars = iscalars = lscalars = _plural(scalar)
+    vectors = fvectors = dvectors = ivectors = lvectors = _plural(vector)
+    matrices = fmatrices = dmatrices = imatrices = lmatrices = _plural(matrix)
+    rows = frows = drows = irows = lrows = _plural(row)
+    cols = fcols = dcols = icols = lcols = _plural(col)
+    tensor3s = ftensor3s = dtensor3s = itensor3s = ltensor3s = _plural(tensor3)
+    tensor4s = ftensor4s = dtensor4s = itensor4s = ltensor4s = _plural(tensor4)
+    tensor5s = ftensor5s = dtensor5s = itensor5s = ltensor5s = _plural(tensor5)
+    tensor6s = ftensor6s = dtensor6s = itensor6s = ltensor6s = _plural(tensor6)
+    tensor7s = ftensor7s = dtensor7s = itensor7s = ltensor7s = _plural(tensor7)
 
 # ------------------------------------------------------------------ casting and choice
 
@@ -594,12 +663,33 @@ def _arange_args(*values):
             raise TypeError("arange: %s must be a real scalar, got %s of type %s" % (what, v, v.type))
     return args
 
+# (literal lists where they can be: mypy reads those, and no other, as the names exported)
 __all__ = [
     "as_tensor_variable", "constant", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4",
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
     "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange",
-] + [p + k for p in _PREFIXES for k in _KINDS] + [
-    "tensor5", "tensor6", "tensor7", "row", "col",
-] + [p + k for p in _PREFIXES for k in _BROADCASTABLE] + [
-    p + k for k in _PLURALS.values() for p in ("", "f", "d", "i", "l")]
+]
+__all__ += [p + k for p in _PREFIXES for k in _KINDS]
+__all__ += ["tensor5", "tensor6", "tensor7", "row", "col"]
+__all__ += [p + k for p in _PREFIXES for k in _BROADCASTABLE]
+__all__ += [p + k for k in _PLURALS.values() for p in ("", "f", "d", "i", "l")]
+if TYPE_CHECKING:
+    # the generated names above, as a literal list for mypy (tests/typecheck/test_typing_declarations.py)
+    __all__ += [
+        "bscalar", "bvector", "bmatrix", "btensor3", "btensor4", "btensor5", "btensor6", "btensor7", "wscalar",
+        "wvector", "wmatrix", "wtensor3", "wtensor4", "wtensor5", "wtensor6", "wtensor7", "iscalar", "ivector",
+        "imatrix", "itensor3", "itensor4", "itensor5", "itensor6", "itensor7", "lscalar", "lvector", "lmatrix",
+        "ltensor3", "ltensor4", "ltensor5", "ltensor6", "ltensor7", "fscalar", "fvector", "fmatrix", "ftensor3",
+        "ftensor4", "ftensor5", "ftensor6", "ftensor7", "dscalar", "dvector", "dmatrix", "dtensor3", "dtensor4",
+        "dtensor5", "dtensor6", "dtensor7", "cscalar", "cvector", "cmatrix", "ctensor3", "ctensor4", "ctensor5",
+        "ctensor6", "ctensor7", "zscalar", "zvector", "zmatrix", "ztensor3", "ztensor4", "ztensor5", "ztensor6",
+        "ztensor7", "brow", "bcol", "wrow", "wcol", "irow", "icol", "lrow", "lcol", "frow", "fcol", "drow",
+        "dcol", "crow", "ccol", "zrow", "zcol", "scalars", "fscalars", "dscalars", "iscalars", "lscalars",
+        "vectors", "fvectors", "dvectors", "ivectors", "lvectors", "matrices", "fmatrices", "dmatrices",
+        "imatrices", "lmatrices", "rows", "frows", "drows", "irows", "lrows", "cols", "fcols", "dcols", "icols",
+        "lcols", "tensor3s", "ftensor3s", "dtensor3s", "itensor3s", "ltensor3s", "tensor4s", "ftensor4s",
+        "dtensor4s", "itensor4s", "ltensor4s", "tensor5s", "ftensor5s", "dtensor5s", "itensor5s", "ltensor5s",
+        "tensor6s", "ftensor6s", "dtensor6s", "itensor6s", "ltensor6s", "tensor7s", "ftensor7s", "dtensor7s",
+        "itensor7s", "ltensor7s"
+    ]

@@ -22,6 +22,8 @@ integer arithmetic, ...) gives zero gradients through its own ``L_op``.
 from __future__ import annotations
 
 import warnings
+from typing import (TYPE_CHECKING, Any, Iterable, List, Literal, Mapping, Optional, Sequence, Tuple, TypeVar, Union,
+                    overload)
 
 import numpy as np
 
@@ -30,6 +32,12 @@ from ffigraph.graph.type import Type
 from ffigraph.graph.basic import ancestors, clone_replace, io_toposort
 from ffigraph.tensor.grad_ops import (GradClip, GradScale, consider_constant_, disconnected_grad_, undefined_grad_,
                                       zero_grad_)
+
+if TYPE_CHECKING:
+    from ffigraph.tensor.basic import TensorLike
+    from ffigraph.tensor.variable import TensorVariable
+
+    _V = TypeVar("_V", bound=Variable)
 
 __all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "zero_grad", "disconnected_grad", "undefined_grad",
            "consider_constant", "grad_clip", "grad_scale", "disconnected_type", "grad_undefined",
@@ -111,21 +119,54 @@ def _is_discrete(v):
 # ------------------------------------------------------------------ grad
 
 
-def grad(cost, wrt, consider_constant=None, disconnected_inputs="raise", add_names=True, known_grads=None,
-         return_disconnected="zero", null_gradients="raise"):
+# One gradient per variable of ``wrt`` (a list for a list): a tensor variable, unless
+# ``return_disconnected`` or ``null_gradients`` ask for None or a DisconnectedType/NullType variable.
+@overload
+def grad(cost: Optional[Variable], wrt: Variable, consider_constant: Optional[Iterable[Variable]] = None,
+         disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise", add_names: bool = True,
+         known_grads: Optional[Mapping[_V, Any]] = None, return_disconnected: Literal["zero"] = "zero",
+         null_gradients: Literal["raise"] = "raise") -> TensorVariable: ...
+@overload
+def grad(cost: Optional[Variable], wrt: Sequence[Variable], consider_constant: Optional[Iterable[Variable]] = None,
+         disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise", add_names: bool = True,
+         known_grads: Optional[Mapping[_V, Any]] = None, return_disconnected: Literal["zero"] = "zero",
+         null_gradients: Literal["raise"] = "raise") -> List[TensorVariable]: ...
+@overload
+def grad(cost: Optional[Variable], wrt: Variable, consider_constant: Optional[Iterable[Variable]] = None,
+         disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise", add_names: bool = True,
+         known_grads: Optional[Mapping[_V, Any]] = None,
+         return_disconnected: Literal["zero", "none", "disconnected"] = "zero",
+         null_gradients: Literal["raise", "return"] = "raise") -> Optional[Variable]: ...
+@overload
+def grad(cost: Optional[Variable], wrt: Sequence[Variable], consider_constant: Optional[Iterable[Variable]] = None,
+         disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise", add_names: bool = True,
+         known_grads: Optional[Mapping[_V, Any]] = None,
+         return_disconnected: Literal["zero", "none", "disconnected"] = "zero",
+         null_gradients: Literal["raise", "return"] = "raise") -> List[Optional[Variable]]: ...
+
+
+def grad(cost: Optional[Variable], wrt: Any, consider_constant: Optional[Iterable[Variable]] = None,
+         disconnected_inputs: str = "raise", add_names: bool = True, known_grads: Optional[Mapping[Any, Any]] = None,
+         return_disconnected: str = "zero", null_gradients: str = "raise") -> Any:
     """Symbolic gradient of the scalar ``cost`` with respect to ``wrt`` (a variable or a list).
 
-    consider_constant: variables whose gradient is not propagated through
-        (treated as constants).
-    disconnected_inputs: 'raise', 'warn' or 'ignore' when an element of
-        ``wrt`` does not influence the cost.
-    add_names: name each gradient ``(d<cost.name>/d<wrt.name>)`` when the cost and that
-        variable have names and the gradient has none yet (PyTensor's).
-    known_grads: {variable: gradient} to start from, besides (or instead of,
-        with ``cost=None``) the cost.
-    return_disconnected: 'zero' (zeros like the variable), 'none' or
-        'disconnected' (a DisconnectedType variable) for disconnected inputs.
-    null_gradients: 'raise' or 'return' an undefined (NullType) gradient.
+    Parameters
+    ----------
+    consider_constant
+        Variables whose gradient is not propagated through (treated as constants).
+    disconnected_inputs
+        'raise', 'warn' or 'ignore' when an element of ``wrt`` does not influence the cost.
+    add_names
+        Name each gradient ``(d<cost.name>/d<wrt.name>)`` when the cost and that variable have
+        names and the gradient has none yet (PyTensor's).
+    known_grads
+        ``{variable: gradient}`` to start from, besides (or instead of, with ``cost=None``) the
+        cost.
+    return_disconnected
+        'zero' (zeros like the variable), 'none' or 'disconnected' (a DisconnectedType
+        variable) for disconnected inputs.
+    null_gradients
+        'raise' or 'return' an undefined (NullType) gradient.
     """
     from ffigraph.tensor.basic import as_tensor_variable
 
@@ -392,7 +433,33 @@ def _known(variables, gradients):
     return known
 
 
-def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise", return_disconnected="zero"):
+# Like ``wrt``: a variable, or a list or tuple of them (Any when return_disconnected may give None).
+@overload
+def Lop(f: Union[Variable, Sequence[Variable]], wrt: Variable, eval_points: Union[TensorLike, Sequence[TensorLike]],
+        consider_constant: Optional[Iterable[Variable]] = None,
+        disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero") -> TensorVariable: ...
+@overload
+def Lop(  # type: ignore[overload-overlap]  # (a tuple is a Sequence: the first that matches applies)
+        f: Union[Variable, Sequence[Variable]], wrt: Tuple[Variable, ...],
+        eval_points: Union[TensorLike, Sequence[TensorLike]], consider_constant: Optional[Iterable[Variable]] = None,
+        disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero") -> Tuple[TensorVariable, ...]: ...
+@overload
+def Lop(f: Union[Variable, Sequence[Variable]], wrt: Sequence[Variable],
+        eval_points: Union[TensorLike, Sequence[TensorLike]], consider_constant: Optional[Iterable[Variable]] = None,
+        disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero") -> List[TensorVariable]: ...
+@overload
+def Lop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[TensorLike, Sequence[TensorLike]], consider_constant: Optional[Iterable[Variable]] = None,
+        disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero", "none", "disconnected"] = "zero") -> Any: ...
+
+
+def Lop(f: Union[Variable, Sequence[Variable]], wrt: Any, eval_points: Union[TensorLike, Sequence[TensorLike]],
+        consider_constant: Optional[Iterable[Variable]] = None, disconnected_inputs: Any = "raise",
+        return_disconnected: Any = "zero") -> Any:
     """The L-operator: ``eval_points`` (one per element of ``f``) times the Jacobian of ``f``
     w.r.t. ``wrt``, i.e. ``L[j] = sum_i eval_points[i] . d f[i] / d wrt[j]`` (a vector-Jacobian
     product), computed by ``grad`` started from the given output gradients.
@@ -409,8 +476,35 @@ def Lop(f, wrt, eval_points, consider_constant=None, disconnected_inputs="raise"
     return _like(wrt, result)
 
 
-def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="zero",
-        use_op_rop_implementation=False):
+# Like ``f``: a variable, or a list or tuple of them (Any when return_disconnected may give None).
+@overload
+def Rop(f: Variable, wrt: Union[Variable, Sequence[Variable]], eval_points: Union[TensorLike, Sequence[TensorLike]],
+        disconnected_outputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero", use_op_rop_implementation: bool = False) -> TensorVariable: ...
+@overload
+def Rop(  # type: ignore[overload-overlap]  # (a tuple is a Sequence: the first that matches applies)
+        f: Tuple[Variable, ...], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[TensorLike, Sequence[TensorLike]],
+        disconnected_outputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero",
+        use_op_rop_implementation: bool = False) -> Tuple[TensorVariable, ...]: ...
+@overload
+def Rop(f: Sequence[Variable], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[TensorLike, Sequence[TensorLike]],
+        disconnected_outputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero"] = "zero",
+        use_op_rop_implementation: bool = False) -> List[TensorVariable]: ...
+@overload
+def Rop(f: Union[Variable, Sequence[Variable]], wrt: Union[Variable, Sequence[Variable]],
+        eval_points: Union[TensorLike, Sequence[TensorLike]],
+        disconnected_outputs: Literal["raise", "warn", "ignore"] = "raise",
+        return_disconnected: Literal["zero", "none", "disconnected"] = "zero",
+        use_op_rop_implementation: bool = False) -> Any: ...
+
+
+def Rop(f: Any, wrt: Union[Variable, Sequence[Variable]], eval_points: Union[TensorLike, Sequence[TensorLike]],
+        disconnected_outputs: str = "raise", return_disconnected: str = "zero",
+        use_op_rop_implementation: bool = False) -> Any:
     """The R-operator: the Jacobian of ``f`` w.r.t. ``wrt`` times ``eval_points`` (one per element
     of ``wrt``, of its shape), i.e. ``R[i] = sum_j d f[i] / d wrt[j] . eval_points[j]`` (a
     Jacobian-vector product, forward mode).
@@ -421,11 +515,18 @@ def Rop(f, wrt, eval_points, disconnected_outputs="raise", return_disconnected="
     forward calling each op's ``R_op`` instead; a node whose op has none falls back to the two
     L-operators for that node alone.
 
-    disconnected_outputs: 'raise' (``DisconnectedInputError``), 'warn' or 'ignore' when an
-        element of ``f`` does not depend on ``wrt``.
-    return_disconnected: what such an element gets: 'zero' (zeros like it), 'none' or
-        'disconnected' (a DisconnectedType variable).
-    The result is a variable, or a list/tuple like ``f``.
+    Parameters
+    ----------
+    disconnected_outputs
+        'raise' (``DisconnectedInputError``), 'warn' or 'ignore' when an element of ``f`` does
+        not depend on ``wrt``.
+    return_disconnected
+        What such an element gets: 'zero' (zeros like it), 'none' or 'disconnected' (a
+        DisconnectedType variable).
+
+    Returns
+    -------
+    A variable, or a list/tuple like ``f``.
     """
     _check_choice("disconnected_outputs", disconnected_outputs, ("raise", "warn", "ignore"))
     _check_choice("return_disconnected", return_disconnected, ("zero", "none", "disconnected"))
@@ -528,37 +629,37 @@ def _tensor(x):
     return x if isinstance(x, Variable) else as_tensor_variable(x)
 
 
-def zero_grad(x):
+def zero_grad(x: TensorLike) -> TensorVariable:
     """``x`` (a view, no copy) whose gradient is zeros: ``grad`` still sees the path (no
     disconnected-input error), but nothing flows back through it."""
     return zero_grad_(_tensor(x))
 
 
-def disconnected_grad(x):
+def disconnected_grad(x: TensorLike) -> TensorVariable:
     """``x`` (a view, no copy) that ``grad`` treats as disconnected: no gradient flows back, and a
     variable reached only through it is a disconnected input (``disconnected_inputs`` says what
     happens). Cheaper than ``zero_grad``: the graph behind it is not differentiated at all."""
     return disconnected_grad_(_tensor(x))
 
 
-def undefined_grad(x):
+def undefined_grad(x: TensorLike) -> TensorVariable:
     """``x`` (a view, no copy) whose gradient is undefined: ``grad`` through it raises
     ``NullTypeGradError`` (or returns a NullType variable with ``null_gradients='return'``)."""
     return undefined_grad_(_tensor(x))
 
 
-def consider_constant(x):
+def consider_constant(x: TensorLike) -> TensorVariable:
     """``x`` (a view, no copy) considered a constant by ``grad``: its gradient is zeros (Theano's
     deprecated helper; ``zero_grad`` and ``disconnected_grad`` say which behaviour is meant)."""
     return consider_constant_(_tensor(x))
 
 
-def grad_clip(x, lower_bound, upper_bound):
+def grad_clip(x: TensorLike, lower_bound: float, upper_bound: float) -> TensorVariable:
     """``x`` (a view, no copy) whose gradient is clipped elementwise to ``[lower_bound, upper_bound]``."""
     return GradClip(lower_bound, upper_bound)(_tensor(x))
 
 
-def grad_scale(x, multiplier):
+def grad_scale(x: TensorLike, multiplier: float) -> TensorVariable:
     """``x`` (a view, no copy) whose gradient is multiplied by ``multiplier`` (-1 reverses it)."""
     return GradScale(multiplier)(_tensor(x))
 
@@ -600,7 +701,18 @@ def _rows_by_scan(expression, wrt_list, consider_constant, disconnected_inputs):
             for r, w in zip(rows[:n], wrt_list)]
 
 
-def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise", vectorize=False):
+@overload
+def jacobian(expression: TensorLike, wrt: Variable, consider_constant: Optional[Iterable[Variable]] = None,
+             disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+             vectorize: bool = False) -> TensorVariable: ...
+@overload
+def jacobian(expression: TensorLike, wrt: Sequence[Variable], consider_constant: Optional[Iterable[Variable]] = None,
+             disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise",
+             vectorize: bool = False) -> List[TensorVariable]: ...
+
+
+def jacobian(expression: TensorLike, wrt: Any, consider_constant: Optional[Iterable[Variable]] = None,
+             disconnected_inputs: Any = "raise", vectorize: bool = False) -> Any:
     """d expression[i] / d wrt for a 0-d or 1-d ``expression``: one gradient per element.
 
     Returns a variable of shape ``expression.shape + wrt.shape`` (a list of
@@ -643,7 +755,16 @@ def jacobian(expression, wrt, consider_constant=None, disconnected_inputs="raise
     return result[0] if single else result
 
 
-def hessian(cost, wrt, consider_constant=None, disconnected_inputs="raise"):
+@overload
+def hessian(cost: Variable, wrt: Variable, consider_constant: Optional[Iterable[Variable]] = None,
+            disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise") -> TensorVariable: ...
+@overload
+def hessian(cost: Variable, wrt: Sequence[Variable], consider_constant: Optional[Iterable[Variable]] = None,
+            disconnected_inputs: Literal["raise", "warn", "ignore"] = "raise") -> List[TensorVariable]: ...
+
+
+def hessian(cost: Variable, wrt: Any, consider_constant: Optional[Iterable[Variable]] = None,
+            disconnected_inputs: Any = "raise") -> Any:
     """The matrix of second derivatives of the scalar ``cost`` w.r.t. each 1-d ``wrt``."""
     single = not isinstance(wrt, (list, tuple))
     wrt_list = [wrt] if single else list(wrt)
