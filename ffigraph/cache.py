@@ -1,4 +1,4 @@
-"""``ffigraph-cache`` / ``python -m ffigraph.cache``: look at and tidy the compile cache.
+"""``ffigraph-cache`` / ``python -m ffigraph.cache``: look at and tidy the compile cache::
 
   list                     one line per entry: key, symbol prefix, size, age, and whether it is sound
   info                     location, number of entries, total size

@@ -42,6 +42,7 @@ def _default_compiledir() -> str:
 
 
 def _default_cxx() -> str:
+    """$CC if set, else gcc, else cc (found on PATH)."""
     return os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or "cc"
 
 

@@ -7,9 +7,9 @@ runs Graphviz's ``dot`` program) to make the picture.
 The picture is bipartite, like the graph: an Apply node is a box, a Variable
 an ellipse. Fill colours (a legend under the picture lists those it uses):
 
-==========================  ==========  ===========================================
+==========================  =========== ===========================================
 what                        colour      notes
-==========================  ==========  ===========================================
+==========================  =========== ===========================================
 Apply node                  ``#d9d9d9`` box; grey
 Apply node run in Python    ``#f4a582`` box; salmon, label ends with ``(python)``
 graph input                 ``#a6dba0`` ellipse; green
@@ -19,7 +19,7 @@ graph output                ``#92c5de`` double ellipse; blue (any output, input
                                         or not, has the double outline)
 intermediate variable       ``#ffffff`` ellipse; white
 inner scalar step           ``#fde0ef`` box inside a composite's cluster; pink
-==========================  ==========  ===========================================
+==========================  =========== ===========================================
 
 A variable's label is its name (or its value for an unnamed constant, or a
 short ``id X`` otherwise), then its dtype and static shape: ``?`` is an axis

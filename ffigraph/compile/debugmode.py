@@ -194,7 +194,7 @@ def first_difference(type, a, b):
 
 
 def max_abs_difference(a, b):
-    """The largest |a - b| over elements that are not both NaN (NaN when only one is)."""
+    """The largest ``|a - b|`` over elements that are not both NaN (NaN when only one is)."""
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.size == 0 or a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
         return None

@@ -4,7 +4,7 @@ A GPU node's C code (plain C, compiled by gcc with the rest of the graph) calls
 one ``extern "C"`` *launcher* compiled by nvcc. Every launcher has the signature
 ``ffg_cu_launcher_fn`` below; it takes the same ABI structs as the library's
 ``P_run`` (inputs on device = CUDA, or on the CPU for a host-to-device
-transfer), so a launcher can also be called on its own from any host:
+transfer), so a launcher can also be called on its own from any host::
 
   inputs       n_inputs tensors; the launcher checks each one (device, dtype,
                ndim, NULL pointers) and answers FFG_ERR_TYPE / FFG_ERR_ABI /
@@ -20,6 +20,7 @@ transfer), so a launcher can also be called on its own from any host:
   err          the error record; a failing CUDA call gives FFG_ERR_CUDA with
                ``err->detail`` = the cudaError_t and CUDA's own name and
                string in the message.
+
 The return value is FFG_OK or the FFG_ERR_* code also stored in ``err``.
 
 Kernels run on the default stream. A launch error is caught at once

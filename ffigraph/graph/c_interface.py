@@ -9,7 +9,8 @@ An Op that mixes in ``COp`` gives ``c_code`` (compute outputs from inputs)
 and, optionally, support, init and cleanup code at three levels: global
 (once per library), apply (once per node) and struct (per created state).
 
-Keys of ``sub``, the dictionary every method receives:
+Keys of ``sub``, the dictionary every method receives::
+
   fail        a C statement that reports failure and jumps to the enclosing cleanup;
               set the reason first with ``ffg_set_error(%(err)s, FFG_ERR_..., -1, "fmt", ...)``
   err         the ``FfgError *`` of the call
@@ -20,6 +21,7 @@ Keys of ``sub``, the dictionary every method receives:
   inner_graphs  for an op with graphs of its own (``c_inner_graphs``): one dict per graph, ``prefix``
               (its static C functions are ``<prefix>_run``, ``_create``, ``_destroy``, shaped like
               the exported ones) and ``state`` (a C expression of its state pointer)
+
 c_extract also gets: input (an ``const FfgTensor *`` expression), input_index, input_name.
 c_sync also gets: output (an ``FfgOutput *`` expression), out_shape, out_strides (int64
 storage that outlives the call), alias_of (the input slot the value may view, or -1).

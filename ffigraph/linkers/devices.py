@@ -1,6 +1,6 @@
 """Devices the C linker can target besides the CPU, found by name ("cuda") in a registry.
 
-A device package (``ffigraph/<name>/``) subclasses ``Device`` and ``register``s
+A device package (``ffigraph/<name>/``) subclasses ``Device`` and ``register`` s
 an instance when imported. The linker and export reach the device only
 through it, so nothing below the device package imports it, and a CPU-only
 process never loads one. The package facade registers a loader per device
@@ -87,7 +87,7 @@ def registered():
 
 
 def get(name):
-    """The registered device ``name``; its package must have been imported (or ``require``d)."""
+    """The registered device ``name``; its package must have been imported (or loaded by ``require``)."""
     with _lock:
         device = _devices.get(name)
         if device is not None:

@@ -1,6 +1,7 @@
 """The standard rewrites, registered into ``ffigraph.graph.rewriting.optdb`` with their tags.
 
-Order (position) and tags:
+Order (position) and tags::
+
   0    merge          fast_run fast_compile
   1    canonicalize   fast_run fast_compile   (constant folding, algebraic identities, shapes)
   2    stabilize      fast_run                (log(sigmoid), log1p/expm1, softplus, log(softmax))
@@ -10,6 +11,7 @@ Order (position) and tags:
   4.5  gpu            gpu                     (Mode(device='cuda'): supported nodes to the GPU;
                                                registered by the CUDA package when it is loaded)
   5    inplace        fast_run                (last: it must see the final graph)
+
 A mode selects by tag (``Mode(optimizer='fast_run')``), adds with
 ``including('name_or_tag')`` and drops with ``excluding(...)``; excluding
 also reaches the node rewriters inside a group by their names.

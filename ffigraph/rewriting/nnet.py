@@ -1,4 +1,4 @@
-"""Stabilizing rewrites of the softmax family (``ffigraph/tensor/special.py``, ``nnet.py``).
+"""Stabilizing rewrites of the softmax family (``ffigraph/tensor/special.py``, ``nnet.py``)::
 
   log(softmax(x, axis))                                  -> log_softmax(x, axis)
   crossentropy_categorical_1hot(softmax(x, -1), labels)  -> crossentropy_softmax_1hot_nll(x, labels)
@@ -9,7 +9,7 @@ Both are in the ``stabilize`` group (tagged fast_run: the default mode, FAST_RUN
 -inf, while ``log_softmax`` and the fused cross-entropy give the finite exact value. The
 rewritten values can differ from the original ones in the last bits (they are closer to the exact
 value). ``grad`` of the written forms is stable on its own (see ``Softmax.L_op``); these rewrites
-make the forward values stable too, and compute the loss in one pass over the logits.
+make the forward values stable too, and compute the loss in one pass over the logits::
 
   log_softmax(x, -1)[arange(len(y)), y]                 -> -crossentropy_softmax_1hot_nll(x, y)
                                                             (the NLL idiom through advanced indexing;

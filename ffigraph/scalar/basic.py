@@ -43,12 +43,14 @@ def _numpy_resolved(ufunc, dtypes):
 class ScalarOp(PropsIdentity):
     """One elementwise operation on scalars; ``Elemwise`` lifts it to arrays.
 
-    rule: how the output dtype follows from the (promoted) input dtypes:
+    rule: how the output dtype follows from the (promoted) input dtypes::
+
       'numpy'   what numpy's ufunc gives for arrays of those dtypes;
       'float'   upgrade_to_float of the promoted dtype (inputs are cast to it first); true_div
                 of integers and bools only gives floatX, as PyTensor's TrueDiv;
       'bool'    always bool;
       'same'    the promoted dtype.
+
     kinds: the dtype kinds accepted ('b' bool, 'i'/'u' ints, 'f' float, 'c' complex).
     """
 

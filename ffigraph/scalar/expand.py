@@ -4,7 +4,7 @@ Their scalar C helpers call ``exp``/``log1p`` one element at a time. Written
 as steps (``exp(-|x|)``, ``log1p``, divisions, a ``switch``), the fused loop
 runs the transcendentals through libmvec a block at a time and the rest as
 plain vectorisable arithmetic. The formulas are the helpers' own stable
-ones, so NaN, ±inf and large |x| behave the same.
+ones, so NaN, ±inf and large ``|x|`` behave the same.
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ called in turn waited behind each other's spinning workers (up to a scheduler ti
    call: a loaded library whose file name says OpenBLAS, built ILP64 (its
    ``openblas_get_config`` says ``USE64BITINT``), exporting the six CBLAS functions the
    generated code calls under a known naming scheme (``scipy_cblas_dgemm64_``: scipy-openblas,
-   numpy 2.x; ``cblas_dgemm64_``: openblas64_, numpy 1.26), and whose version is the one
+   numpy 2.x; ``cblas_dgemm64_``: ``openblas64_``, numpy 1.26), and whose version is the one
    ``numpy.show_config()`` names (so a copy that something else loaded is not taken for
    numpy's). The graph library is linked against that very file (``-l:<file name>``, rpath its
    folder), so its ``DT_NEEDED`` entry is that file's SONAME. The dynamic loader reuses an
@@ -62,8 +62,8 @@ COORDINATE_THREADS = True
 #: The CBLAS functions the generated code calls.
 CBLAS_FUNCTIONS = ("sdot", "ddot", "sgemv", "dgemv", "sgemm", "dgemm")
 
-#: (symbol prefix, suffix) of OpenBLAS builds: the ILP64 ones first (their CBLAS can be called),
-#: then the LP64 ones (only their thread count is read, to coordinate with them).
+#: The (symbol prefix, suffix) pairs of OpenBLAS builds, the ILP64 ones first (their CBLAS can be
+#: called), then the LP64 ones (only their thread count is read, to coordinate with them).
 SCHEMES = (("scipy_", "64_"), ("", "64_"), ("scipy_", ""), ("", ""))
 
 BlasLibrary = collections.namedtuple("BlasLibrary", "origin path lib_dir link_name prefix suffix version")

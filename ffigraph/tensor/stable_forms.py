@@ -1,10 +1,10 @@
 """Sigmoid and softplus however they are written, and the numerically stable forms that replace them.
 
 Users write the logistic function out: Theano's own tutorial has
-``p_1 = 1 / (1 + T.exp(-T.dot(x, w) - b))`` and ``T.log(p_1)``, ``T.log(1 - p_1)``. Once |z|
+``p_1 = 1 / (1 + T.exp(-T.dot(x, w) - b))`` and ``T.log(p_1)``, ``T.log(1 - p_1)``. Once ``|z|``
 passes ~37 (float64) ``p_1`` rounds to exactly 0 or 1, the logs are -inf and their
 gradients 0 * inf = NaN. The matchers here find those expressions and give stable
-replacements:
+replacements::
 
   sigmoid(z), written out      1 / (1 + exp(-z)),  1 / (exp(-z) + 1),  (1 + exp(-z)) ** -1,
                                exp(z) / (1 + exp(z)),  exp(z) * (1 / (1 + exp(z))),

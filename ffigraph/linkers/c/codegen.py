@@ -1,6 +1,7 @@
 """Generate one C translation unit for a FunctionGraph over the ffigraph ABI.
 
-The seed's layout, with each scope made explicit:
+The seed's layout, with each scope made explicit::
+
   1. every variable's locals (``c_declare``) are members of one frame struct;
      ``run`` sets them up in order: inputs extracted, constants written,
      computed values initialised;
@@ -11,6 +12,7 @@ The seed's layout, with each scope made explicit:
   4. outputs are synced to their slots (on success only);
   5. every variable is cleaned up, in reverse order; a failure while setting
      up variable k jumps to k's cleanup, so exactly the cleanups due run.
+
 Generated code names variables V<n>; macros map them to the frame, so every
 contract method sees plain names, as in Theano. One function per node (not
 one nested function for the graph, as Theano did) keeps compile time linear:

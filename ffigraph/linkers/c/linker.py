@@ -1,9 +1,11 @@
-"""The C linkers.
+"""The C linkers::
 
-CLinker      one library for the whole graph (every node must have C code);
-OpWiseCLinker one library per node, sequenced from Python; nodes without C
-             code run their Python ``perform`` instead;
-CVMLinker    the default: CLinker when every node has C code, else OpWiseCLinker.
+    CLinker      one library for the whole graph (every node must have C code);
+    OpWiseCLinker one library per node, sequenced from Python; nodes without C
+                 code run their Python ``perform`` instead;
+    CVMLinker    the default: CLinker when every node has C code, else OpWiseCLinker.
+
+``Mode(linker=...)`` names them ``c``, ``c|py`` and ``cvm``.
 """
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ How a random variable's element gets its bits (no state inside a call):
     block(key, call, i, j) = philox4x32_10(counter = (j, i_lo, call_lo, call_hi),
                                            key     = (key_lo, key_hi ^ i_hi))
 
-(``_lo``/``_hi``: the low and high 32 bits.) The shared blocks (j = 0) are cut into elements:
+(``_lo``/``_hi``: the low and high 32 bits.) The shared blocks (j = 0) are cut into elements::
 
     64-bit elements  (uniform float64, bernoulli, binomial's first trial, integers' first try,
                       choice, permutation keys): element e is word (1:0) of block (e // 2, 0) for
@@ -28,7 +28,7 @@ How a random variable's element gets its bits (no state inside a call):
 An element that needs more bits (a rejected integer, binomial's trials 1, 2, ...) takes them from
 its own blocks (e, j) with j >= 1, which no other element reads. So an element's value depends only
 on (key, call, e): the C loop, the numpy arrays and any split over threads agree.
-Floating point: the samplers use only +, -, *, /, sqrt (all correctly rounded in IEEE 754
+Floating point: the samplers use only ``+``, ``-``, ``*``, ``/``, ``sqrt`` (all correctly rounded in IEEE 754
 double, in numpy and in C compiled without FMA contraction) and exact scaling by bit
 manipulation. ``log`` and ``sin``/``cos`` are written here from those operations (libm and
 numpy's SIMD versions differ in the last bit).
@@ -211,14 +211,14 @@ def log(x):
 
 
 def ksin(a):
-    """sin(a) for |a| <= pi/4: a + a*z*(S1 + z*(S2 + ...)), Taylor coefficients through a**19."""
+    """sin(a) for ``|a| <= pi/4``: ``a + a*z*(S1 + z*(S2 + ...))``, Taylor coefficients through a**19."""
     a = np.asarray(a, dtype=np.float64)
     z = a * a
     return a + a * z * _horner(z, SIN_COEFFS)
 
 
 def kcos(a):
-    """cos(a) for |a| <= pi/4: 1 - z/2 + z*z*(C2 + z*(C3 + ...)), with 1 - z/2 compensated."""
+    """cos(a) for ``|a| <= pi/4``: ``1 - z/2 + z*z*(C2 + z*(C3 + ...))``, with ``1 - z/2`` compensated."""
     a = np.asarray(a, dtype=np.float64)
     z = a * a
     hz = 0.5 * z
@@ -241,13 +241,13 @@ def _reduce(x):
 
 
 def sin(x):
-    """sin(x) for |x| < 2**19 (Cody-Waite reduction by pi/2 in three parts), to a few ulp."""
+    """sin(x) for ``|x| < 2**19`` (Cody-Waite reduction by pi/2 in three parts), to a few ulp."""
     q, r = _reduce(x)
     return _quadrant_select(q, ksin(r), kcos(r), False)
 
 
 def cos(x):
-    """cos(x) for |x| < 2**19, as ``sin``."""
+    """cos(x) for ``|x| < 2**19``, as ``sin``."""
     q, r = _reduce(x)
     return _quadrant_select(q, ksin(r), kcos(r), True)
 
