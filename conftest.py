@@ -28,7 +28,7 @@ def mode(request):
     return Mode(linker=request.param, optimizer=None)
 
 
-# What the phases of ``./dev test`` run besides the whole suite on CPython (README, "Tests"):
+# What the phases of ``./dev test`` run besides the whole suite on CPython (docs/develop.rst, "Tests"):
 # The op matrices check every op against numpy over dtypes, shapes, axes and layouts. Their
 # generated C is the same whichever interpreter loads it, so the PyPy phase runs one case per test
 # function, op and linker of them (--one-per-test-marked op_matrix) and every other file in full.

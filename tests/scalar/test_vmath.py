@@ -18,7 +18,7 @@ from ffigraph.scalar.vmath_c import (LEVELS, VECTOR_FUNCTIONS, VMATH_LIBRARIES,
                                      vector_function_name, vmath_support_code)
 
 DTYPES = ("float64", "float32")
-# The README's claim, pinned here: the module's own ULP_BOUND may not loosen what is tested.
+# The documentation's claim (docs/tutorial/rewrites.rst), pinned here: the module's own ULP_BOUND may not loosen what is tested.
 ULP_BOUND = 4
 CTYPES = {"float64": "double", "float32": "float"}
 LONGDOUBLE_OK = np.finfo(np.longdouble).nmant >= 63  # x87 80-bit (x86-64) or binary128

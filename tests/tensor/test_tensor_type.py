@@ -132,7 +132,7 @@ def test_variable_attributes():
 
 
 def test_float16_is_refused_by_name_everywhere_a_dtype_comes_in():
-    """float16 has no tensors (README, "Semantics worth knowing"): every way of making one is a
+    """float16 has no tensors (docs/tutorial/arrays.rst): every way of making one is a
     TypeError naming float16; a float16 array given to a float32 input is widened exactly."""
     import numpy as np
 

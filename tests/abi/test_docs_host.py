@@ -1,9 +1,9 @@
-"""The README's C host ("Exporting to C"), compiled against ffigraph_abi.h alone, runs a cache
-library and an exported one, and prints what Python computes."""
+"""The C host of the documentation's export chapter (docs/tutorial/c/host.c, shown in
+docs/tutorial/export.rst), compiled against ffigraph_abi.h alone, runs a cache library and an
+exported one, and prints what Python computes."""
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,19 +21,12 @@ CC = shutil.which("gcc") or shutil.which("cc")
 pytestmark = pytest.mark.skipif(CC is None or not sys.platform.startswith("linux"),
                                 reason="needs a C compiler and dlopen (Linux)")
 
-
-def readme_host_source():
-    with open(os.path.join(ROOT, "README.md")) as fh:
-        text = fh.read()
-    section = text[text.index("## Exporting to C"):]
-    found = re.search(r"```c\n(/\* host\.c .*?)```", section, re.S)
-    assert found, "the README's Exporting to C section has no host.c block"
-    return found.group(1)
+HOST_SOURCE = os.path.join(ROOT, "docs", "tutorial", "c", "host.c")
 
 
-def test_the_readme_host_runs_a_cache_library_and_an_exported_one(tmp_path):
-    source = tmp_path / "host.c"
-    source.write_text(readme_host_source())
+def test_the_docs_host_runs_a_cache_library_and_an_exported_one(tmp_path):
+    source = tmp_path / "host.c"   # a copy: nothing beside it (no generated header) is reachable
+    shutil.copy(HOST_SOURCE, str(source))
     include = tmp_path / "include"   # the header alone: nothing generated is reachable
     include.mkdir()
     shutil.copy(os.path.join(ROOT, "ffigraph", "abi", "ffigraph_abi.h"), str(include))
