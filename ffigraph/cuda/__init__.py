@@ -2,7 +2,7 @@
 
 Everything here is plain C/CUDA compiled by nvcc into ordinary shared libraries
 (no Python symbols), loaded with cffi like the C backend's. pycuda is optional
-(``pip install ffigraph[cuda]``) and imported only when used.
+(``pip install ".[cuda]"`` from a checkout) and imported only when used.
 
 ``gpu_status()`` says whether a GPU can run work here, and if not, why (in
 CUDA's own words: "insufficient driver", "no device").

@@ -24,8 +24,9 @@ def require_pycuda():
         import pycuda.gpuarray as gpuarray
         from pycuda.compiler import SourceModule
     except ImportError as err:
-        raise ImportError("PyCUDA ops need pycuda: pip install ffigraph[cuda] (it builds only where a CUDA "
-                          "driver is installed): %s" % err) from None
+        raise ImportError("PyCUDA ops need pycuda: pip install pycuda, or pip install '.[cuda]' from a "
+                          "checkout of ffigraph (it builds only where a CUDA driver is installed): %s"
+                          % err) from None
     return SourceModule, gpuarray
 
 

@@ -14,6 +14,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -22,8 +23,16 @@ from ffigraph.export import handle_c, header_c, example_c, files_text
 from ffigraph.export.names import UniqueNames, c_identifier, file_stem
 from ffigraph.linkers import devices
 from ffigraph.linkers.c.build import build_library, compiler_command, cuda_link_flags, cuda_source_text, nvcc_command
+from ffigraph.linkers.c.codegen import unique_slot_names
 from ffigraph.linkers.c.linker import nodes_without_c_code, whole_graph_source
 from ffigraph.tensor import blas
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ffigraph.compile.function import Function
+
+    StrPath = Union[str, "os.PathLike[str]"]
 
 C_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "c")
 NPY_FILES = ("ffg_npy.h", "ffg_npy.c")
@@ -49,6 +58,9 @@ def is_gpu_type(var_type):
 class ExportPlan:
     """Everything the generated files need to know about one function."""
 
+    graph: Any       # the whole-graph source (set by make_plan)
+    profiled: bool   # the function was compiled with profile=True (set by make_plan)
+
     def __init__(self, name, prefix, inputs, shared, outputs, updates):
         self.name, self.prefix = name, prefix
         self.inputs, self.shared, self.outputs = inputs, shared, outputs
@@ -69,9 +81,9 @@ class ExportPlan:
 class ExportBundle:
     """The paths of an export folder (returned by ``Function.export``)."""
 
-    def __init__(self, directory, plan):
+    def __init__(self, directory: str, plan: ExportPlan) -> None:
         self.directory = directory
-        self.name = plan.name
+        self.name: str = plan.name
         path = lambda f: os.path.join(directory, f)  # noqa: E731
         self.library = path("lib%s.so" % plan.name)
         self.header = path("%s.h" % plan.name)
@@ -79,11 +91,11 @@ class ExportBundle:
         self.example_source = path("main.c")
         self.makefile = path("Makefile")
         self.readme = path("README.md")
-        self.shared_files = {s.label: path(s.file) for s in plan.shared}
-        self.input_files = {s.label: path(s.file) for s in plan.inputs if s.file}
-        self.cuda_source = path(plan.cuda_source_name) if plan.cuda else None
+        self.shared_files: Dict[str, str] = {s.label: path(s.file) for s in plan.shared}
+        self.input_files: Dict[str, str] = {s.label: path(s.file) for s in plan.inputs if s.file}
+        self.cuda_source: Optional[str] = path(plan.cuda_source_name) if plan.cuda else None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "<ExportBundle %s in %s>" % (self.name, self.directory)
 
 
@@ -138,7 +150,8 @@ def export_name(name):
     return ident
 
 
-def make_plan(f, name=None, example_inputs=None):
+def make_plan(f: Function, name: Optional[str] = None,
+              example_inputs: Optional[Sequence[ArrayLike]] = None) -> ExportPlan:
     """Name every slot and data file of ``f``'s export."""
     fgraph = f.maker.fgraph
     n_in, n_out = len(f.maker.inputs), len(f.maker.outputs)
@@ -170,8 +183,15 @@ def make_plan(f, name=None, example_inputs=None):
         value = _c_value(var.type, f._shared_cells[j][0], "shared variable %s" % label)
         shared.append(SlotPlan(label, var.type, idents["sh"](c_identifier(label, "shared%d" % j)),
                                files(file_stem(label, "shared%d" % j), ".npy"), value))
-    outputs = [SlotPlan(str(var), var.type, idents["out"]("out%d" % k)) for k, var in enumerate(fgraph.outputs[:n_out])]
-    updates = [(t, str(var)) for t, var in zip(f._update_targets, fgraph.outputs[n_out:])]
+    # outputs and updates are labelled with the names the library's description gives their slots
+    # (the user's names, "output<k>", "<shared>.update"), not the rewritten graph's variables
+    _, out_names = unique_slot_names(
+        fgraph.inputs, [0] * n_in + [1] * (len(fgraph.inputs) - n_in),
+        fgraph.outputs, [2] * n_out + [3] * (len(fgraph.outputs) - n_out),
+        list(getattr(fgraph, "update_inputs", None) or []), list(getattr(fgraph, "output_names", None) or []))
+    outputs = [SlotPlan(out_names[k], var.type, idents["out"]("out%d" % k))
+               for k, var in enumerate(fgraph.outputs[:n_out])]
+    updates = [(t, out_names[n_out + i]) for i, t in enumerate(f._update_targets)]
 
     with blas.standalone():   # numpy's own OpenBLAS is not there for a C host: link the package's, and carry it
         # a profiled function exports a profiled library: P_profile and its counters
@@ -329,7 +349,7 @@ def _swap_in(tmp, directory):
         os.rename(tmp, directory)
 
 
-def write_bundle(plan, directory, compiler=None):
+def write_bundle(plan: ExportPlan, directory: StrPath, compiler: Optional[str] = None) -> ExportBundle:
     """Build and write the export folder; returns an ExportBundle."""
     directory = os.path.abspath(directory)
     _check_target(directory)
@@ -348,13 +368,15 @@ def write_bundle(plan, directory, compiler=None):
     return ExportBundle(directory, plan)
 
 
-def export_function(f, directory, name=None, example_inputs=None, compiler=None):
+def export_function(f: Function, directory: StrPath, name: Optional[str] = None,
+                    example_inputs: Optional[Sequence[ArrayLike]] = None,
+                    compiler: Optional[str] = None) -> ExportBundle:
     """Write ``f`` as a self-contained C library folder (see ``Function.export``)."""
     plan = make_plan(f, name, example_inputs)
     return write_bundle(plan, directory, compiler)
 
 
-def export_to_cache(f, directory=None):
+def export_to_cache(f: Function, directory: Optional[StrPath] = None) -> ExportBundle:
     """The export of ``CLinker(c_callable=True)``: into ``directory``, or into the compile
     cache's ``exports/<name>-<digest>`` folder, built once however many processes ask."""
     compiler = getattr(f.maker.linker, "compiler", None)
@@ -399,7 +421,7 @@ def content_digest(plan):
     return h.hexdigest()
 
 
-def undefined_symbols(library):
+def undefined_symbols(library: StrPath) -> List[str]:
     """The dynamic symbols ``library`` needs from elsewhere (``nm -D --undefined-only``)."""
     out = subprocess.run(["nm", "-D", "--undefined-only", library], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, universal_newlines=True, check=True).stdout

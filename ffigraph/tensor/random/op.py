@@ -434,7 +434,7 @@ class ChoiceRV(DelegatedCOp, Op):
             raise ValueError("choice: p must be non-negative, got %s" % _fmt(p[bad[0]]))
         total = philox.choice_cdf(p)[-1] if p.size else 0.0
         if not abs(total - 1.0) <= choice_tolerance(self.p_dtype):
-            raise ValueError("choice: p must sum to 1, its sum is %r" % total)
+            raise ValueError("choice: p must sum to 1, its sum is %r" % float(total))
 
     def do_constant_folding(self, fgraph, node):
         return False
