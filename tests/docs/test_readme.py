@@ -51,3 +51,14 @@ def test_the_readme_example_runs(tmp_path):
                          timeout=300)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == "[[1. 3.71828183 6.43656366] [1. 3.71828183 6.43656366]]".split()
+
+
+def test_the_readme_installs_as_the_install_page_does():
+    """The README's install commands are the ones docs/install.rst gives (and test_wheel.py runs)."""
+    commands = re.search(r"## Installing\n.*?```\n(.*?)```", _readme(), re.S).group(1)
+    commands = [line.split("#")[0].strip() for line in commands.splitlines() if line.strip()]
+    assert commands == ["pip install .", "python -m build", "pip install dist/ffigraph-0.1.0-py3-none-any.whl"]
+    with open(os.path.join(ROOT, "docs", "install.rst")) as fh:
+        install = fh.read()
+    for command in commands:
+        assert "   $ %s\n" % command in install, command
