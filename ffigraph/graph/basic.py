@@ -203,13 +203,35 @@ class Variable:
             raise TestValueError("%s has no test value (set %s.tag.test_value)" % (self, self)) from None
 
     def eval(self, inputs_to_values=None):
-        """Compile (once, memoised) and run the graph computing this variable."""
+        """Compile (once, memoised) and run the graph computing this variable.
+
+        ``inputs_to_values`` maps the graph's input variables, or their names (as PyTensor's
+        ``eval`` accepts), to values.
+        """
         inputs_to_values = dict(inputs_to_values or {})
+        if any(isinstance(k, str) for k in inputs_to_values):
+            inputs_to_values = self._string_keys_to_variables(inputs_to_values)
         key = tuple(inputs_to_values)
         cache = self.__dict__.setdefault("_eval_cache", {})
         if key not in cache:
             cache[key] = compile_graph(list(key), self)
         return cache[key](*inputs_to_values.values())
+
+
+    def _string_keys_to_variables(self, inputs_to_values):
+        """``eval``'s mapping with each name replaced by the one input of this graph so named."""
+        inputs = [v for v in graph_inputs([self]) if not isinstance(v, Constant)]
+        converted = {}
+        for key, value in inputs_to_values.items():
+            if isinstance(key, str):
+                found = [v for v in inputs if v.name == key]
+                if len(found) != 1:
+                    raise ValueError("eval: %r names %s of the graph's inputs (named: %s)" % (
+                        key, "none" if not found else "%d" % len(found),
+                        ", ".join(sorted({repr(v.name) for v in inputs if v.name})) or "none"))
+                key = found[0]
+            converted[key] = value
+        return converted
 
 
 # How the graph and rewriting layers compile a graph (``Variable.eval``, constant folding through an op's C

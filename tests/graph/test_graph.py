@@ -237,6 +237,19 @@ def test_variable_eval():
     np.testing.assert_allclose(T.constant(np.arange(3)).sum().eval(), 3)
 
 
+def test_variable_eval_takes_input_names():
+    """PyTensor's eval takes names for the graph's inputs, mixed with variables; a name that
+    names no input, or two, is a ValueError saying which inputs are named."""
+    x, y, other = T.dvector("x"), T.dscalar("y"), T.dscalar("y")
+    z = (x * y).sum()
+    assert z.eval({"x": [1.0, 2.0], "y": 3.0}) == 9.0
+    assert z.eval({x: [1.0, 2.0], "y": 2.0}) == 6.0
+    with pytest.raises(ValueError, match=r"'w' names none of the graph's inputs \(named: 'x', 'y'\)"):
+        z.eval({"w": 1.0})
+    with pytest.raises(ValueError, match="'y' names 2 of the graph's inputs"):
+        (z + other).eval({"x": [1.0], "y": 1.0})
+
+
 def test_constant_is_not_an_input():
     assert isinstance(T.constant(1.0), Constant)
     assert not isinstance(T.dvector(), Constant) and isinstance(T.dvector(), Variable)
