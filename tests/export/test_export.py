@@ -238,6 +238,14 @@ def test_updates_run_inside_the_handle(tmp_path):
         np.testing.assert_array_equal(got, want)
         assert_printed(printed[("shared", name)], want)
     assert n_ref == 5
+    # the header's slot map names outputs and updates as the library's description does
+    with open(bundle.header) as fh:
+        header = fh.read()
+    names = output_slot_names(f)
+    for k, name in enumerate(names[:2]):
+        assert re.search(r"\*\s+%d\s+%s\s+" % (k, re.escape(name)), header), (k, name)
+    for j, (target, name) in enumerate([(0, "a"), (1, "b"), (2, "n")]):
+        assert re.search(r"\*\s+%d\s+shared %d \(%s\) <- %s\.update\n" % (j, target, name, name), header), name
 
 
 def test_example_reports_errors_through_the_error_record(tmp_path):
