@@ -316,7 +316,10 @@ def test_bad_constant_arguments_raise_when_the_graph_is_built():
                          (lambda: srng.binomial(2, np.array([0.5, 2.0])), "p must be in"),
                          (lambda: srng.choice(3, p=[0.5, 0.2, 0.2]), "sum to 1"),
                          (lambda: srng.uniform(size=(-1,)), "negative"),
-                         (lambda: srng.normal(np.zeros(3), size=(2, 4)), "broadcast")]:
+                         (lambda: srng.normal(np.zeros(3), size=(2, 4)), "broadcast"),
+                         (lambda: srng.choice(3, size=(4,), replace=False), "larger sample"),
+                         (lambda: srng.choice(T.constant([1.0, 2.0]), size=(3,), replace=False),
+                          r"larger sample \(3\) than the population \(2\)")]:
         with pytest.raises(ValueError, match=match):
             build()
     with pytest.raises(NotImplementedError, match="replace=False"):

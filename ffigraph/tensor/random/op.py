@@ -413,6 +413,8 @@ class ChoiceRV(DelegatedCOp, Op):
         elif self.ndim != 0:
             raise ValueError("choice: without size the draw is a scalar")
         inputs.append(a)
+        if not self.replace:
+            self._check_sample_fits(a, out_shape)
         if self.has_p:
             p = as_tensor_variable(p)
             if p.ndim != 1 or np.dtype(p.dtype).kind != "f":
@@ -425,6 +427,26 @@ class ChoiceRV(DelegatedCOp, Op):
         elif p is not None:
             raise TypeError("choice: this op has no p input")
         return Apply(self, inputs, [TensorType(self.dtype, out_shape)()])
+
+    @staticmethod
+    def _check_sample_fits(a, out_shape):
+        """Without replacement, a sample larger than the population is refused when the graph is
+        built, when both sizes are known then (a constant ``a`` or a vector of static length, and a
+        constant ``size``); otherwise ``perform`` and the C code refuse it."""
+        if any(s is None for s in out_shape):
+            return
+        if a.ndim == 0:
+            if not isinstance(a, Constant):
+                return
+            n = int(a.data)
+        elif a.type.shape[0] is None:
+            return
+        else:
+            n = a.type.shape[0]
+        k = int(np.prod(out_shape, dtype=np.int64)) if out_shape else 1
+        if 0 <= n < k:
+            raise ValueError("choice: cannot take a larger sample (%d) than the population (%d) when "
+                             "replace=False" % (k, n))
 
     def check_p(self, p, n):
         if n is not None and p.shape[0] != n:
