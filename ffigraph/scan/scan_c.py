@@ -7,12 +7,14 @@ once per step, as a host would: inputs are ``FfgTensor`` views of the outer arra
 before the loop (only their data pointers move from step to step), and each output slot is
 offered the row of the output buffer its value goes to, so most values are computed in place.
 
-Per step t, as ``Scan.perform`` (op.py), which this code must match, errors included:
+Per step t, as ``Scan.perform`` (op.py), which this code must match, errors included::
+
   sequence s, tap k      row t + k - min(taps) of the sequence (any strides, negative included);
   recurrent j, tap k     row t + k of output j's trace, or of its initial rows while t + k < 0
                          (row t + k - min(taps)); a final-value output (rec_last) reads the
                          value of the step before from one of two row buffers, used in turn;
   non-sequences          the outer arrays, unchanged.
+
 After the run each output's value is taken to its row: already there when the run wrote into
 the offered block (its shape checked), else copied from wherever the run left it (a block it
 allocated, released at once, or the memory of an input). A nit-sot output's buffer is allocated

@@ -51,3 +51,20 @@ def test_config_reference_lists_every_key():
     documented = re.findall(r"\.\. py:data:: ffigraph\.config\.(\w+)", rst)
     assert documented == list(spec)
     assert "Default: ``'cvm'``" in rst.split("ffigraph.config.linker")[1].split(".. py:data::")[0]
+
+
+def test_api_reference_has_a_page_per_public_module():
+    """One automodule page per module, including those a package shadows with a function of the
+    same name (ffigraph.compile.function, ffigraph.scan), and none for private modules."""
+    import pkgutil
+
+    import ffg_api_pages as api
+
+    import ffigraph
+
+    modules = api.public_modules()
+    every = {i.name for i in pkgutil.walk_packages(ffigraph.__path__, "ffigraph.")}
+    assert set(modules) == {"ffigraph"} | {m for m in every if "._" not in m}
+    for name in ("ffigraph.compile.function", "ffigraph.scan", "ffigraph.scan.op", "ffigraph.tensor.sort"):
+        assert name in modules and ".. automodule:: %s\n" % name in api.page(name)
+    assert "ffigraph.abi._abi_ffi" not in modules
