@@ -25,6 +25,7 @@ extensions = [
     "sphinx.ext.intersphinx",
     "sphinx.ext.viewcode",
     "ffg_api_pages",          # one page per module of the package (docs/reference/api/)
+    "ffg_aliases",            # ffigraph.function and other re-exported names link to their definition
     "ffg_abi_reference",      # the ABI reference, read from ffigraph/abi/ffigraph_abi.h
     "ffg_config_reference",   # the configuration keys, read from ffigraph.config
     "ffg_tensor_names",       # the table of ffigraph.tensor's names (tools/tensor_table.py)
