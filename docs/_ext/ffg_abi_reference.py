@@ -9,10 +9,7 @@ order. Nothing is typed twice: a field added to the header appears here on the n
 import os
 import re
 
-from docutils import nodes
-from docutils.statemachine import StringList
-from sphinx.util.docutils import SphinxDirective
-from sphinx.util.nodes import nested_parse_with_titles
+from ffg_generated import GeneratedRst
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HEADER = os.path.join(ROOT, "ffigraph", "abi", "ffigraph_abi.h")
@@ -275,16 +272,13 @@ def abi_reference_rst(text):
     return "\n".join(out) + "\n"
 
 
-class AbiReference(SphinxDirective):
-    has_content = False
+class AbiReference(GeneratedRst):
+    def source(self):
+        return HEADER
 
-    def run(self):
-        self.env.note_dependency(HEADER)
+    def rst(self):
         with open(HEADER) as fh:
-            rst = abi_reference_rst(fh.read())
-        container = nodes.container()
-        nested_parse_with_titles(self.state, StringList(rst.splitlines(), source=HEADER), container)
-        return container.children
+            return abi_reference_rst(fh.read())
 
 
 def setup(app):

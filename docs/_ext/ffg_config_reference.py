@@ -5,9 +5,9 @@ the key, its default (the value where it is fixed, the rule that computes it whe
 the machine) and its description. ``config_keys_rst`` is what tests/tools/test_docs_reference.py
 checks against the keys ``ffigraph.config`` accepts.
 """
-from docutils import nodes
-from docutils.statemachine import StringList
-from sphinx.util.docutils import SphinxDirective
+import importlib
+
+from ffg_generated import GeneratedRst
 
 
 def _default_text(factory):
@@ -19,11 +19,7 @@ def _default_text(factory):
 
 
 def config_keys_rst():
-    import importlib
-
-    config_module = importlib.import_module("ffigraph.config")   # the module; ffigraph.config is the object
-
-    spec = config_module._SPEC
+    spec = importlib.import_module("ffigraph.config")._SPEC   # the module (ffigraph.config is the object)
     out = ["Set in ``FFIGRAPH_FLAGS`` (``key=value`` items separated by commas), as an attribute of "
            "``ffigraph.config``, or for a block with ``ffigraph.config.change_flags(key=value)``. "
            "Every value is checked when it is set. %d keys:" % len(spec), ""]
@@ -34,17 +30,12 @@ def config_keys_rst():
     return "\n".join(out) + "\n"
 
 
-class ConfigKeys(SphinxDirective):
-    has_content = False
+class ConfigKeys(GeneratedRst):
+    def source(self):
+        return importlib.import_module("ffigraph.config").__file__
 
-    def run(self):
-        import importlib
-
-        self.env.note_dependency(importlib.import_module("ffigraph.config").__file__)
-        container = nodes.container()
-        self.state.nested_parse(StringList(config_keys_rst().splitlines(), source="ffigraph/config.py"),
-                                self.content_offset, container)
-        return container.children
+    def rst(self):
+        return config_keys_rst()
 
 
 def setup(app):

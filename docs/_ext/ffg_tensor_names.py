@@ -3,9 +3,7 @@ built from its ``__all__`` by tools/tensor_table.py when the documentation is bu
 import importlib.util
 import os
 
-from docutils import nodes
-from docutils.statemachine import StringList
-from sphinx.util.docutils import SphinxDirective
+from ffg_generated import GeneratedRst
 
 TOOL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                     "tools", "tensor_table.py")
@@ -18,14 +16,12 @@ def _tool():
     return module
 
 
-class TensorNames(SphinxDirective):
-    has_content = False
+class TensorNames(GeneratedRst):
+    def source(self):
+        return TOOL
 
-    def run(self):
-        container = nodes.container()
-        self.state.nested_parse(StringList(_tool().table_rst().splitlines(), source=TOOL),
-                                self.content_offset, container)
-        return container.children
+    def rst(self):
+        return _tool().table_rst()
 
 
 def setup(app):
