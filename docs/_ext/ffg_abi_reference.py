@@ -246,9 +246,8 @@ def abi_reference_rst(text):
             out.append("")
         elif kind == "fn":
             _, name, decl, before = item
-            if section == "table":        # the entry point's own type, after the table
-                heading("The entry point")
-                section = "entry"
+            if section == "table":        # the entry point's own type: it returns the table
+                pass
             elif section not in ("functions", "entry"):
                 heading("Functions")
                 section = "functions"
