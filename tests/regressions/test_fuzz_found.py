@@ -37,3 +37,33 @@ def test_a_value_and_its_gradient_beside_another_programs_gradient(linker):
     for g, e in zip(got, want):
         assert g.dtype == np.float32
         np.testing.assert_allclose(g, e, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("linker", ["py", "cvm"])
+def test_a_min_minus_its_operand_beside_a_broadcast_difference(linker):
+    """Seed 3, programs 397 and 404 in one function. On 641989e the fuzzer's batch raised
+    KeyError: DimShuffle{x,0}(Composite{cos(i0), ...}) under py, and this reduction raises
+    "SumToShape: the target shape has 0 entries but g of shape (2,) has 1 dimensions" (py) or
+    "cannot sum g of shape (2,) to shape (0,)" (cvm): as above, a shape read before the fused
+    node that writes it."""
+    q, u = T.fvector("q"), T.dcol("u")
+    w1 = np.array([0.6, 1.4])
+    w2 = np.array([[0.5, 1.5], [1.25, 0.75]])
+    a = T.sqr(T.cos(T.sin(q)))
+    first = T.min(a) - a
+    g1 = ffigraph.grad(T.sum(first * T.constant(w1)), q)
+    second = u - T.cos(q)
+    gu, gq = ffigraph.grad(T.sum(second * T.constant(w2)), [u, q])
+    f = ffigraph.function([q, u], [first, g1, second, gu, gq], mode=Mode(linker=linker))
+    qv = np.array([0.4, -1.1], "float32")
+    uv = np.array([[2.0], [-3.0]])
+    got = f(qv, uv)
+    q64 = qv.astype("float64")
+    av = np.cos(np.sin(q64)) ** 2
+    dadq = -2 * np.cos(np.sin(q64)) * np.sin(np.sin(q64)) * np.cos(q64)
+    dcost_da = -w1 + w1.sum() * (np.arange(2) == np.argmin(av))
+    want = [av.min() - av, dcost_da * dadq, uv - np.cos(q64), w2.sum(axis=1, keepdims=True),
+            (w2 * np.sin(q64)).sum(axis=0)]
+    for g, e, dtype in zip(got, want, ["float32", "float32", "float64", "float64", "float32"]):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, e, rtol=2e-6 if dtype == "float32" else 1e-12, atol=1e-6)
