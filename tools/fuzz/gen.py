@@ -35,7 +35,7 @@ class Node:
         a = ", ".join(names[i] for i in self.args)
         p = self.params
         if self.op == "index":
-            return "%s%s" % (a, ops.index_text(p))
+            return "%s%s" % (a, ops.index_text(p, a))
         if self.op == "scan":
             return "scan(seq=%s, init=%s, body={%s})" % (names[self.args[0]], names[self.args[1]],
                                                          "; ".join(program_text(p, ["x_t", "h"])))
@@ -339,7 +339,7 @@ def _distinct_along(x, axis, dtype):
     return bool(np.all(d > _margin(dtype) * (1 + np.abs(s).max())))
 
 
-def _ffg_broadcastable(args, bcast, values):
+def _ffg_broadcastable(bcast, values):
     """ffigraph broadcasts only dimensions typed broadcastable: the arguments' shapes must agree."""
     nd = max(v.ndim for v in values)
     for d in range(nd):
@@ -351,12 +351,10 @@ def _ffg_broadcastable(args, bcast, values):
             sizes.add(v.shape[k])
         if len(sizes) > 1:
             return False
-        if sizes:
-            n = sizes.pop()
-            for b, v in zip(bcast, values):
-                k = d - (nd - v.ndim)
-                if k >= 0 and b[k] and v.shape[k] != 1:
-                    return False
+        for b, v in zip(bcast, values):   # (a dimension typed broadcastable has length 1)
+            k = d - (nd - v.ndim)
+            if k >= 0 and b[k] and v.shape[k] != 1:
+                return False
     return True
 
 
@@ -439,7 +437,7 @@ class Generator:
         if a.dtype == "bool" or b.dtype == "bool":
             raise Rejected("bool arithmetic")
         va, vb = self.values[a.id], self.values[b.id]
-        if not _ffg_broadcastable(None, [self.bcast(a), self.bcast(b)], [va, vb]):
+        if not _ffg_broadcastable([self.bcast(a), self.bcast(b)], [va, vb]):
             raise Rejected("shapes")
         if name == "true_div" and not self.wild and np.any(np.abs(vb.astype("float64")) < 1e-2):
             raise Rejected("division by ~0")
@@ -451,7 +449,7 @@ class Generator:
         a = self.pick(lambda n: n.dtype != "bool")
         b = self.pick(lambda n: n.dtype != "bool")
         va, vb = self.values[a.id], self.values[b.id]
-        if not _ffg_broadcastable(None, [self.bcast(a), self.bcast(b)], [va, vb]):
+        if not _ffg_broadcastable([self.bcast(a), self.bcast(b)], [va, vb]):
             raise Rejected("shapes")
         if a.id != b.id and not _margin_ok(va, vb, "float32"):
             raise Rejected("near tie")
@@ -463,7 +461,7 @@ class Generator:
         if (a.dtype == "bool") != (b.dtype == "bool"):
             raise Rejected("bool branch")
         vals = [self.values[n.id] for n in (c, a, b)]
-        if not _ffg_broadcastable(None, [self.bcast(n) for n in (c, a, b)], vals):
+        if not _ffg_broadcastable([self.bcast(n) for n in (c, a, b)], vals):
             raise Rejected("shapes")
         return self.add("switch", [c.id, a.id, b.id], None)
 
@@ -498,11 +496,10 @@ class Generator:
         axis = self.rng.choice([None] + list(range(-nd, nd)) + ([(0, nd - 1)] if nd >= 2 and kind != "argmax" else []))
         v = self.values[a.id]
         if kind == "argmax":
-            ax = axis
             if v.size == 0:
                 raise Rejected("argmax of empty")
-            flat = v.reshape(-1) if ax is None else np.moveaxis(v, ax, -1)
-            if not _distinct_along(flat if ax is None else flat, -1, "float32"):
+            rows = v.reshape(-1) if axis is None else np.moveaxis(v, axis, -1)
+            if not _distinct_along(rows, -1, "float32"):
                 raise Rejected("argmax tie")
         if kind in ("max", "min") and v.size == 0:
             raise Rejected("max of empty")

@@ -146,14 +146,15 @@ def index_tuple(x, index):
     return tuple(out)
 
 
-def index_text(index):
+def index_text(index, name):
+    """``index`` as Python source, its symbolic bounds written as ``name.shape[d] - k``."""
     parts = []
     for item in index:
         if item[0] == "slice":
             def b(x):
                 if x is None:
                     return ""
-                return str(x) if isinstance(x, int) else "x.shape[%d]-%d" % (x[1], x[2])
+                return str(x) if isinstance(x, int) else "%s.shape[%d]-%d" % (name, x[1], x[2])
             parts.append("%s:%s%s" % (b(item[1]), b(item[2]), "" if item[3] is None else ":%d" % item[3]))
         elif item[0] == "int":
             parts.append(str(item[1]))

@@ -295,7 +295,7 @@ def run_worker(python, seed, numbers, linkers, env, hang_s, log, every=False, on
             except ValueError:
                 continue
             if "start" in msg:
-                current = msg["start"]
+                current, linker = msg["start"], None
             elif "linker" in msg:
                 linker = msg["linker"]
             else:
