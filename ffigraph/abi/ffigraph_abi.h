@@ -1,5 +1,5 @@
 /*
- * ffigraph_abi.h -- the one fixed ABI between a compiled ffigraph graph and its host (ABI 2.0).
+ * ffigraph_abi.h -- the one fixed ABI between a compiled ffigraph graph and its host (ABI 2.1).
  *
  * A compiled graph is an ordinary shared library. It uses no Python API; it reads and writes
  * arrays through the structs below. A host needs this header and nothing else:
@@ -48,6 +48,15 @@
  *   - Every other struct a host allocates or indexes (FfgTensor, FfgOutput, FfgAllocator,
  *     FfgError, FfgSlot, FfgNode, FfgProfile and its records) is frozen for the major: its size
  *     is fixed by a static assert below, so arrays of them keep their stride.
+ *   - The same rule binds the library: of a struct the host hands in with a struct_size
+ *     (FfgCreateOptions is the only one), it reads only the fields that size covers; a field past
+ *     it is absent (its default is used), never read. A larger size (a host of a newer minor) is
+ *     fine: the fields this library does not know are ignored.
+ *   A host that relies on a promise a minor added checks the library's abi_version for it.
+ *   2.1 (over 2.0): FFG_OUT_NONE, the slot a failed run leaves; a NULL data or shape pointer inside
+ *     an FfgTensor is FFG_ERR_ABI (was FFG_ERR_VALUE); P_create reads no FfgCreateOptions field
+ *     past struct_size; every one of several overlapping offers is declined (2.0 used the first);
+ *     a failure inside a nested graph names its node on an "in inner node" line (see FfgError).
  *
  * Everything between the cdef markers is plain C that cffi's cdef() parses as well (integer
  * #defines, typedefs, structs); the Python loader reads it from this file, so the layout is never
@@ -66,8 +75,8 @@ extern "C" {
 /* ffigraph-cdef-begin */
 
 #define FFG_ABI_MAJOR 2
-#define FFG_ABI_MINOR 0
-#define FFG_ABI_VERSION 2000
+#define FFG_ABI_MINOR 1
+#define FFG_ABI_VERSION 2001
 #define FFG_MAX_NDIM 32
 #define FFG_ERROR_MESSAGE_SIZE 512
 
@@ -88,7 +97,8 @@ extern "C" {
 #define FFG_ERR_VALUE 2      /* wrong shape, shapes that do not broadcast, bad value */
 #define FFG_ERR_INDEX 3      /* an index out of bounds */
 #define FFG_ERR_NOMEM 4      /* an allocation failed */
-#define FFG_ERR_ABI 5        /* a misused call: slot counts, NULL pointers, versions, struct sizes */
+#define FFG_ERR_ABI 5        /* a misused call: slot counts, NULL pointers (those inside an FfgTensor
+                                too), versions, struct sizes */
 #define FFG_ERR_RUNTIME 6    /* an op failed for another reason; a busy state */
 #define FFG_ERR_CUDA 7       /* a CUDA runtime call failed: FfgError.detail holds its cudaError_t */
 #define FFG_ERR_LINALG 8     /* a linear-algebra routine failed on its values: a matrix that is not
@@ -120,7 +130,8 @@ typedef struct FfgDtype {
  * An n-d array, layout-compatible with DLPack's DLTensor: a host holding a DLTensor passes a
  * pointer to it unchanged. Frozen for ABI 2.
  * As an input: every pointer is borrowed for the duration of one P_run; nothing is written
- * through it. data may be NULL only for an empty array.
+ * through it. data may be NULL only for an empty array, shape only when ndim == 0: a NULL pointer
+ * where one is needed is a misused call, FFG_ERR_ABI with FfgError.input naming the slot.
  */
 typedef struct FfgTensor {
     void *data;               /* base address; element 0 is at (char *)data + byte_offset */
@@ -138,7 +149,10 @@ typedef struct FfgTensor {
  * Before P_run the host may offer a block for the result: host_buffer (NULL for none) of
  * host_capacity bytes. An offer is advisory: the library uses it when the result is C-contiguous,
  * fits and the block is aligned for the dtype, and declines it (result in an owned block instead)
- * when it does not, or when the block overlaps an input's memory or another output's offer.
+ * when it does not, or when the block overlaps an input's memory or another output's offer (then
+ * every offer of the overlapping ones is declined, whatever the slot order). A result that is a
+ * view (of an input, or of a value the library holds) is not copied into an offer: it is handed
+ * over where it lies, and the offered block is left as it was.
  * P_run fills the rest:
  *   alias_of == FFG_OUT_OWNED (-1): the data lies in base, a block the host now owns and must
  *     release exactly once with the allocator given to P_create (free() when none);
@@ -146,11 +160,16 @@ typedef struct FfgTensor {
  *     C-contiguous from its start; base is NULL;
  *   alias_of >= 0: the data lies inside input slot alias_of's memory (no copy);
  *     the host keeps that input alive as long as the output. base is NULL.
+ *   alias_of == FFG_OUT_NONE (-3): no value (the run failed): base NULL, tensor all zero bytes
+ *     (data, shape and strides NULL, ndim 0), nothing to release. Since 2.1 (2.0 left
+ *     FFG_OUT_OWNED with base NULL).
  * tensor.shape and tensor.strides point into the state and stay valid until the next P_run or
- * P_destroy on that state: copy them. After a failed P_run no output holds a block (nothing to
- * release). host_buffer and host_capacity are only read.
+ * P_destroy on that state: copy them. P_run writes every slot whenever err is not NULL, outputs
+ * is not NULL and n_outputs is the description's count (the state NULL or busy included); after
+ * any failure every slot is FFG_OUT_NONE, and an offered block may have been written (its bytes
+ * are then unspecified). host_buffer and host_capacity are only read.
  */
-enum { FFG_OUT_OWNED = -1, FFG_OUT_HOST_BUFFER = -2 };
+enum { FFG_OUT_OWNED = -1, FFG_OUT_HOST_BUFFER = -2, FFG_OUT_NONE = -3 };
 
 typedef struct FfgOutput {
     FfgTensor tensor;
@@ -176,24 +195,40 @@ typedef struct FfgAllocator {
 
 /*
  * Errors cross the boundary as data. Frozen for ABI 2 (the same 528 bytes as ABI 1, so a host of
- * another major can still read why it was refused). Every call that takes one resets every field
- * first. P_run needs a non-NULL err (it returns FFG_ERR_ABI without one); P_create accepts NULL.
+ * another major can still read why it was refused). Every call that takes one (P_run, P_create)
+ * first resets every field: code FFG_OK, node -1, input -1, detail 0, message "" (P_create zeroes
+ * all its bytes, P_run the first: read it as a C string). A field the failure does not concern
+ * keeps that value. P_run needs a non-NULL err (it returns FFG_ERR_ABI without one);
+ * P_create accepts NULL.
+ * Nested graphs (a scan's step function) have nodes of their own, which FfgDescription.nodes does
+ * not list: a failure inside one is reported against the node of the exported graph that runs it
+ * (node is that node's index), and the message names the node that failed on a line of its own.
+ * The nodes of an ifelse's branches are nodes of the exported graph: listed, and reported as any.
  */
 typedef struct FfgError {
     int32_t code;             /* FFG_OK or FFG_ERR_* */
-    int32_t node;             /* the failing node: an index into FfgDescription.nodes, or -1 */
+    int32_t node;             /* the failing node: an index into FfgDescription.nodes, or -1 (the
+                                 failure is no node's: an input, the arguments, an allocation of
+                                 P_create) */
     int32_t input;            /* the input slot at fault, or -1 when no single input is */
     int32_t detail;           /* FFG_ERR_CUDA: the cudaError_t; otherwise 0 */
     char message[512];        /* FFG_ERROR_MESSAGE_SIZE; NUL-terminated. The cause comes first;
-                                 after a node failure a line "\n  in node #N: <text>" follows
-                                 (that text is cut to fit, never the cause) */
+                                 inside a nested graph a line "\n  in inner node: <text>" per level
+                                 of nesting follows, innermost first; after a node failure the last
+                                 line is "\n  in node #N: <text>", N == node (the only such line).
+                                 Those texts are cut to fit, never the cause, and the inner lines
+                                 before the last one */
 } FfgError;
 
 /* One input or output of the compiled graph, as P_describe reports it. Frozen for ABI 2. */
 typedef struct FfgSlot {
-    const char *name;         /* unique among all slots: the user's variable name when it has one,
-                                 else "input<k>", "shared<k>", "output<k>"; an update slot is named
-                                 "<shared variable's name>.update" */
+    const char *name;         /* unique among all slots: the user's variable name when it has one
+                                 (up to a NUL in it), else "input<k>" and "output<k>" (k: the slot's
+                                 index in inputs / outputs) or "shared<k>" (k counts the shared
+                                 variables only: the k-th slot of role FFG_ROLE_SHARED); an
+                                 update slot is named "<its shared variable's slot name>.update".
+                                 Names are given in slot order, inputs first; a name already given
+                                 gets "_<n>" appended, n the smallest from 1 that makes it new */
     int32_t role;             /* FFG_ROLE_* */
     int32_t ndim;
     FfgDtype dtype;
@@ -201,7 +236,8 @@ typedef struct FfgSlot {
     const int64_t *static_shape;   /* ndim entries; -1 where unknown */
 } FfgSlot;
 
-/* One node of the graph, in execution order (FfgError.node indexes this table). Frozen for ABI 2. */
+/* One node of the graph, in execution order (FfgError.node indexes this table; the nodes of nested
+   graphs are not in it, see FfgError). Frozen for ABI 2. */
 typedef struct FfgNode {
     const char *op;           /* the op, short ("Dot", "Elemwise{add}", "Composite{...}") */
     const char *text;         /* the node: op and operands, at most 200 characters */
@@ -227,9 +263,10 @@ typedef struct FfgDescription {
     const char *source_hash;  /* hex digest of the generated source */
 } FfgDescription;
 
-/* Options of P_create. Carries struct_size: a minor version may append fields. */
+/* Options of P_create. Carries struct_size: a minor version may append fields. P_create reads a
+   field only when struct_size covers it (FFG_HAS_FIELD); one it does not cover is absent (NULL). */
 typedef struct FfgCreateOptions {
-    uint32_t struct_size;     /* sizeof(FfgCreateOptions) as the host compiled it */
+    uint32_t struct_size;     /* sizeof(FfgCreateOptions) as the host compiled it; at least 8 */
     uint32_t abi_version;     /* FFG_ABI_VERSION as the host compiled it */
     const FfgAllocator *allocator;          /* CPU memory; NULL: malloc/free */
     const FfgAllocator *device_allocator;   /* CUDA memory; NULL: cudaMalloc/cudaFree */
@@ -255,7 +292,9 @@ typedef struct FfgValueProfile {
 } FfgValueProfile;
 
 typedef struct FfgProfile {
-    int64_t runs;             /* P_run calls that got past the argument checks */
+    int64_t runs;             /* P_run calls that got past the argument checks (non-NULL err and
+                                 state, the counts, the arrays) and found the state free: failed
+                                 ones included; a call refused before that is not counted */
     int64_t total_ns;         /* their time inside P_run: inputs, nodes, outputs and cleanup */
     int32_t n_nodes;
     int32_t n_values;
@@ -271,11 +310,13 @@ typedef struct FfgProfile {
  * create(options, err)
  *             a new state, or NULL (err, when not NULL, says why). options must not be NULL and
  *             must have struct_size >= 8 and abi_version of this major (FFG_CREATE_OPTIONS_INIT);
- *             the allocators it points at are copied. Thread-safe.
+ *             fields past struct_size are not read; the allocators it points at are copied (one
+ *             with a NULL function is refused, FFG_ERR_ABI). Thread-safe.
  * run(state, inputs, n_inputs, outputs, n_outputs, err)
  *             one evaluation. n_inputs/n_outputs must equal the description's counts; inputs and
  *             outputs may be NULL only when their count is 0; err must not be NULL. Every output
- *             slot is written (see FfgOutput). One run per state at a time.
+ *             slot is written (see FfgOutput: FFG_OUT_NONE after a failure). One run per state at
+ *             a time.
  * destroy(state)
  *             frees the state (NULL is harmless). Output blocks already handed over stay valid.
  * set_allocator(state, device_type, allocator)
@@ -302,7 +343,7 @@ typedef int32_t ffg_profile_fn(void *state, FfgProfile *out);
 typedef struct FfgLibraryApi {
     size_t struct_size;       /* sizeof(FfgLibraryApi) as the library was built */
     uint32_t abi_version;     /* FFG_ABI_VERSION the library was built with */
-    int32_t n_functions;      /* how many function pointers follow (7 in ABI 2.0) */
+    int32_t n_functions;      /* how many function pointers follow (7 in ABI 2.0 and 2.1) */
     const char *prefix;       /* the symbol prefix P */
     ffg_version_fn *version;
     ffg_describe_fn *describe;

@@ -162,7 +162,8 @@ FfgError err;
   `FFG_OUT_OWNED` means in `base`, which is yours to give back with
   `%(N)s_release`. `FFG_OUT_HOST_BUFFER` means in your block. A value k >= 0
   means inside input k. `tensor.shape` and `tensor.strides` stay valid until
-  the next call on the handle.
+  the next call on the handle. After a failed call every output says
+  `FFG_OUT_NONE`: no data, nothing to release.
 - Shared variables live in the handle. After a successful `%(N)s_run` their
   updates replace them, so a training step trains from C. `%(N)s_get_shared`
   lends the current value, valid until the next call on the handle.

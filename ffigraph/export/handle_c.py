@@ -147,7 +147,7 @@ static int %(N)s_check_shared(%(N)s_handle *h, int32_t j, const FfgTensor *t)
         return -1;
     }
     if (t->ndim > 0 && t->shape == NULL) {
-        ffg_set_error(&h->error, FFG_ERR_VALUE, -1, "shared variable %%s: the shape pointer is NULL", slot->name);
+        ffg_set_error(&h->error, FFG_ERR_ABI, -1, "shared variable %%s: the shape pointer is NULL", slot->name);
         return -1;
     }
     for (d = 0; d < t->ndim; ++d) {
@@ -163,7 +163,7 @@ static int %(N)s_check_shared(%(N)s_handle *h, int32_t j, const FfgTensor *t)
         return -1;
     }
     if (t->data == NULL && ffg_size(t->ndim, t->shape) > 0) {
-        ffg_set_error(&h->error, FFG_ERR_VALUE, -1, "shared variable %%s: the data pointer is NULL", slot->name);
+        ffg_set_error(&h->error, FFG_ERR_ABI, -1, "shared variable %%s: the data pointer is NULL", slot->name);
         return -1;
     }
     return 0;
@@ -389,11 +389,7 @@ FFG_EXPORT int32_t %(N)s_run(%(N)s_handle *h, const FfgTensor *inputs, int32_t n
         for (k = 0; k < n_outputs; ++k)
             outputs[k] = h->slots_out[k];
     } else if (outputs != NULL && n_outputs == %(n_out)d) {
-        for (k = 0; k < n_outputs; ++k) {   /* nothing to release: say so in the host's slots */
-            outputs[k].base = NULL;
-            outputs[k].alias_of = FFG_OUT_OWNED;
-            outputs[k].tensor.data = NULL;
-        }
+        ffg_clear_outputs(outputs, n_outputs, 0, NULL);   /* no value, nothing to release (FFG_OUT_NONE) */
     }
     return %(N)s_leave(h, err);
 }

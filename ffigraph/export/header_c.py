@@ -23,6 +23,7 @@ HEADER_TEMPLATE = r"""/*
  *   FFG_OUT_OWNED        in outputs[k].base, yours: give it back with %(N)s_release;
  *   FFG_OUT_HOST_BUFFER  in the block you offered;
  *   k' >= 0              inside inputs[k'] (a view; keep that input alive).
+ * After a failed run every outputs[k].alias_of is FFG_OUT_NONE: no data, nothing to release.
  * outputs[k].tensor.shape/strides point into the handle: copy them before the next call.
  *
  * Threads: handles are independent; calls on different handles may run at the same

@@ -207,6 +207,6 @@ def test_a_host_built_against_abi_1_is_refused_with_a_code_and_message(graphs, t
     done = subprocess.run([host, f.library_path, prefix], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                           universal_newlines=True)
     assert done.returncode == 0, done.stdout
-    assert "host ABI 1003, library ABI 2000" in done.stdout
+    assert "host ABI 1003, library ABI 2001" in done.stdout
     assert "create(NULL): state NULL, code 5" in done.stdout and "create(&allocator): state NULL, code 5" in done.stdout
-    assert "speaks ABI 2.0" in done.stdout and "rebuild" in done.stdout
+    assert "speaks ABI 2.1" in done.stdout and "rebuild" in done.stdout

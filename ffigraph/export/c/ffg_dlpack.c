@@ -261,6 +261,9 @@ int32_t ffg_dlpack_wrap_output(const FfgOutput *out, const FfgAllocator *allocat
             return fail(err, FFG_ERR_VALUE, out->alias_of,
                         "output aliases input slot %ld but no holder was given for it",
                         (long)out->alias_of);
+    } else if (out->alias_of == FFG_OUT_NONE) {
+        return fail(err, FFG_ERR_VALUE, -1, "output alias_of is %ld (FFG_OUT_NONE): the run that wrote the "
+                    "slot failed, it holds no value", (long)out->alias_of);
     } else {
         return fail(err, FFG_ERR_VALUE, -1, "output alias_of is %ld: none of FFG_OUT_OWNED (-1), "
                     "FFG_OUT_HOST_BUFFER (-2) or an input slot", (long)out->alias_of);

@@ -169,8 +169,8 @@ int ffg_dlpack_read_only(const FfgDLPackInput *holder);
  * Refusals return an FFG_ERR_* code, set *wrapped to NULL (where wrapped is not
  * NULL), allocate nothing, and leave base the host's to release:
  *   FFG_ERR_ABI    out or wrapped is NULL; an allocator with a NULL release;
- *   FFG_ERR_VALUE  shape is NULL while ndim > 0; an alias_of value that is none
- *                  of the above; an output aliasing a slot with no holder in
+ *   FFG_ERR_VALUE  shape is NULL while ndim > 0; alias_of FFG_OUT_NONE (a failed
+ *                  run's slot) or another value that is none of the above; an output aliasing a slot with no holder in
  *                  inputs (err->input names the slot); an owned non-CPU output
  *                  with allocator NULL;
  *   FFG_ERR_TYPE   ndim outside 0..FFG_MAX_NDIM;

@@ -383,6 +383,9 @@ class _Generator:
             if parent is None else [-1] * len(self.outputs)
         self.output_names = list(getattr(fgraph, "output_names", None) or []) if parent is None else []
         self.node_texts = _node_texts(self.order, self.inputs)
+        # FfgError.node indexes the exported graph's nodes only: a nested graph's failure names its
+        # node by text, and the node running the nested graph is the one the record points at
+        self.mark_failure = "ffg_mark_failure" if parent is None else "ffg_mark_inner_failure"
         self.fault_input = _fault_inputs(self.order, self.inputs)
 
     # ---- collecting what objects ask for
@@ -468,7 +471,8 @@ class _Generator:
 
     def _sub(self, fail_label, node_index, where, **extra):
         fault = self.fault_input[node_index] if node_index >= 0 else -1
-        fail = "{ ffg_mark_failure(err, %d, %d, %s); goto %s; }" % (node_index, fault, _c_string(where), fail_label)
+        fail = "{ %s(err, %d, %d, %s); goto %s; }" % (self.mark_failure, node_index, fault, _c_string(where),
+                                                      fail_label)
         sub = dict(fail=fail, err="err", allocator="state->allocator", device_allocator="state->device_allocator",
                    struct="state", node_index=node_index)
         sub.update(extra)
@@ -714,8 +718,8 @@ class _Generator:
                     params.append((match.group(1).strip(), canonical[var]))
             ins = [canonical[v] for v in node.inputs]
             outs = [canonical[v] for v in node.outputs]
-            sub = dict(fail="{ ffg_mark_failure(err, ffg_node_index, ffg_node_input, ffg_where); "
-                            "goto __label_%s; }" % SHARED_NAME,
+            sub = dict(fail="{ %s(err, ffg_node_index, ffg_node_input, ffg_where); "
+                            "goto __label_%s; }" % (self.mark_failure, SHARED_NAME),
                        err="err", allocator="state->allocator", device_allocator="state->device_allocator",
                        struct="state", node_index="ffg_node_index")
             support = _optional(op, "c_support_code_apply", node, SHARED_NAME) or ""
@@ -961,7 +965,6 @@ __create_fail:
 {
     %(P)s_state *state = (%(P)s_state *)state_;
     %(P)s_frame *f;
-    int32_t k;
     if (err == NULL)
         return FFG_ERR_ABI;   /* nowhere to say why; every other mistake is reported in err */
     err->code = FFG_OK;   /* every field reset (the message by its first byte: this runs per call) */
@@ -969,6 +972,8 @@ __create_fail:
     err->input = -1;
     err->detail = 0;
     err->message[0] = '\0';
+    if (outputs != NULL && n_outputs == %(n_out)d)
+        ffg_clear_outputs(outputs, n_outputs, 0, NULL);   /* every slot is written, whatever follows */
     if (state == NULL || n_inputs != %(n_in)d || n_outputs != %(n_out)d) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "run: expected a state, %(n_in)d inputs and %(n_out)d outputs, "
                       "got %%s, %%d inputs and %%d outputs", state ? "a state" : "state NULL",
@@ -988,15 +993,11 @@ __create_fail:
     }
 %(run_start)s
     f = &state->frame;   /* in the state, not on the stack: a large graph has a large frame */
-    for (k = 0; k < n_outputs; ++k) {
-        outputs[k].base = NULL;
-        outputs[k].alias_of = FFG_OUT_OWNED;
-        outputs[k].reserved = 0;
-        outputs[k].tensor.data = NULL;
-    }
     /* an offered block that overlaps an input (or another offer) would be written while read */
     ffg_screen_offers(inputs, n_inputs, outputs, n_outputs, state->offers);
 %(body)s
+    if (err->code != FFG_OK)
+        ffg_clear_outputs(outputs, n_outputs, 1, state->allocator);   /* a failed run hands over nothing */
 %(run_end)s
     __atomic_store_n(&state->busy, 0, __ATOMIC_RELEASE);
     return err->code;
@@ -1026,8 +1027,9 @@ FFG_EXPORT const FfgDescription *%(P)s_describe(void)
 %(profile_function)s
 """
 
-# The exported create: checks the host's options (a host of ABI 1 passed an FfgAllocator pointer or
-# NULL here: it is told so), then the state; and the table ffg_library_api hands a host.
+# The exported create: reads the host's options (only the fields their struct_size covers; a host
+# of ABI 1 passed an FfgAllocator pointer or NULL here: it is told so), then makes the state; and
+# the table ffg_library_api hands a host.
 CREATE_EXPORT_TEMPLATE = r"""
 FFG_EXPORT int32_t %(P)s_set_allocator(void *state_, int32_t device_type, const FfgAllocator *allocator);
 FFG_EXPORT int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_inputs,
@@ -1036,16 +1038,13 @@ FFG_EXPORT int32_t %(P)s_run(void *state_, const FfgTensor *inputs, int32_t n_in
 FFG_EXPORT void *%(P)s_create(const FfgCreateOptions *options, FfgError *err)
 {
     %(P)s_state *state;
+    const FfgAllocator *allocator, *device_allocator;
     ffg_clear_error(err);
-    if (ffg_check_create_options(options, err))
-        return NULL;
-    state = (%(P)s_state *)%(P)s_create_state(options->allocator, err);
-    if (state != NULL && options->device_allocator != NULL
-            && %(P)s_set_allocator(state, FFG_DEVICE_CUDA, options->device_allocator) != FFG_OK) {
-        ffg_set_error(err, FFG_ERR_ABI, -1, "create: options->device_allocator has a NULL function");
-        %(P)s_destroy(state);
-        return NULL;
-    }
+    if (ffg_read_create_options(options, err, &allocator, &device_allocator))
+        return NULL;   /* (only the fields options->struct_size covers were read) */
+    state = (%(P)s_state *)%(P)s_create_state(allocator, err);
+    if (state != NULL && device_allocator != NULL)
+        %(P)s_set_allocator(state, FFG_DEVICE_CUDA, device_allocator);   /* checked above: cannot fail */
     return state;
 }
 

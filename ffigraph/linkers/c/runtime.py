@@ -47,30 +47,72 @@ static void ffg_clear_error(FfgError *err)
     memset(err->message, 0, FFG_ERROR_MESSAGE_SIZE);
 }
 
-/* Called by every fail path: records which node failed (if the op did not say why, says so), the
- * one input slot the node depends on when the failure is about values, and the node's text on a
- * line after the cause, cut to the room left (the cause is never cut for it). */
+/* Room kept for the "in node #N" line when the lines of nested graphs fill the message. */
+#define FFG_NODE_LINE_ROOM 96
+
+/* Called by every fail path of the exported graph: records which node failed (if the op did not
+ * say why, says so), the one input slot the node depends on when the failure is about values, and
+ * the node's text on a line after the cause, cut to the room left (the cause is never cut for it;
+ * the "in inner node" lines of a nested graph are, so that this line is always there). */
 static void ffg_mark_failure(FfgError *err, int32_t node, int32_t input, const char *where)
 {
     size_t used, room;
     if (err->code == FFG_OK)
         ffg_set_error(err, FFG_ERR_RUNTIME, -1, "%s failed without an error message", where);
     if (node < 0 || err->node >= 0)
-        return;   /* not a node, or an inner node already said where */
+        return;   /* not a node, or already said */
     err->node = node;
     if (err->input < 0 && input >= 0 && (err->code == FFG_ERR_TYPE || err->code == FFG_ERR_VALUE
                                          || err->code == FFG_ERR_INDEX || err->code == FFG_ERR_LINALG))
         err->input = input;
     used = strlen(err->message);
+    if (FFG_ERROR_MESSAGE_SIZE - used < FFG_NODE_LINE_ROOM) {
+        const char *inner = strstr(err->message, "\n  in inner node: ");
+        size_t keep = FFG_ERROR_MESSAGE_SIZE - FFG_NODE_LINE_ROOM;
+        if (inner != NULL) {
+            if (keep < (size_t)(inner - err->message))
+                keep = (size_t)(inner - err->message);
+            if (keep < used) {
+                err->message[keep] = '\0';
+                used = keep;
+            }
+        }
+    }
     room = FFG_ERROR_MESSAGE_SIZE - used;
     if (room > 24)
         snprintf(err->message + used, room, "\n  in node #%d: %s", (int)node, where);
 }
 
-/* P_create's options: a host of this major, with a struct it filled in. A host of ABI 1 passed a
- * FfgAllocator pointer (whose first bytes are a function's address) or NULL here. */
-static int ffg_check_create_options(const FfgCreateOptions *options, FfgError *err)
+/* The fail path of a node of a nested graph (a scan's step function): its index means nothing to
+ * a host (FfgDescription.nodes lists the exported graph's nodes only), so it is named by its text
+ * on an "in inner node" line (one per level of nesting, innermost first); the node that runs the
+ * nested graph adds the "in node #N" line and sets err->node. The input slot is the nested graph's
+ * own: not reported either. */
+static void ffg_mark_inner_failure(FfgError *err, int32_t node, int32_t input, const char *where)
 {
+    size_t used, room;
+    (void)input;
+    if (err->code == FFG_OK)
+        ffg_set_error(err, FFG_ERR_RUNTIME, -1, "%s failed without an error message", where);
+    if (node < 0)
+        return;   /* not a node (an input, an output): the node running this graph says the rest */
+    used = strlen(err->message);
+    room = FFG_ERROR_MESSAGE_SIZE - used;
+    if (room > 24)
+        snprintf(err->message + used, room, "\n  in inner node: %s", where);
+}
+
+/* P_create's options: a host of this major, with a struct it filled in. A host of ABI 1 passed a
+ * FfgAllocator pointer (whose first bytes are a function's address) or NULL here. Only the fields
+ * options->struct_size covers are read (the 8 bytes of struct_size and abi_version always): a field
+ * past it is absent, its default used, so a host of an older minor (a smaller struct) is never read
+ * past its struct, and fields of a newer minor are ignored. *allocator and *device_allocator get
+ * the allocators given (NULL for none); 0 when the options can be used. */
+static int ffg_read_create_options(const FfgCreateOptions *options, FfgError *err, const FfgAllocator **allocator,
+                                   const FfgAllocator **device_allocator)
+{
+    *allocator = NULL;
+    *device_allocator = NULL;
     if (options == NULL) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "create: options is NULL; this library speaks ABI %d.%d, whose "
                       "create takes an FfgCreateOptions (FFG_CREATE_OPTIONS_INIT). A host built against an "
@@ -84,11 +126,18 @@ static int ffg_check_create_options(const FfgCreateOptions *options, FfgError *e
                       (unsigned)options->struct_size, FFG_ABI_MAJOR, FFG_ABI_MINOR);
         return -1;
     }
-    if (options->struct_size >= offsetof(FfgCreateOptions, allocator) + sizeof(void *)
-            && options->allocator != NULL
-            && (options->allocator->alloc == NULL || options->allocator->release == NULL)) {
+    if (FFG_HAS_FIELD(options, FfgCreateOptions, allocator))
+        *allocator = options->allocator;
+    if (FFG_HAS_FIELD(options, FfgCreateOptions, device_allocator))
+        *device_allocator = options->device_allocator;
+    if (*allocator != NULL && ((*allocator)->alloc == NULL || (*allocator)->release == NULL)) {
         ffg_set_error(err, FFG_ERR_ABI, -1, "create: options->allocator has a NULL %s function",
-                      options->allocator->alloc == NULL ? "alloc" : "release");
+                      (*allocator)->alloc == NULL ? "alloc" : "release");
+        return -1;
+    }
+    if (*device_allocator != NULL && ((*device_allocator)->alloc == NULL || (*device_allocator)->release == NULL)) {
+        ffg_set_error(err, FFG_ERR_ABI, -1, "create: options->device_allocator has a NULL %s function",
+                      (*device_allocator)->alloc == NULL ? "alloc" : "release");
         return -1;
     }
     return 0;
@@ -132,9 +181,11 @@ static int ffg_extent(const FfgTensor *t, uintptr_t *lo, uintptr_t *hi)
     return 1;
 }
 
-/* The host's offers, less those that overlap an input's memory or an earlier offer: such a block
- * would be written while it is still read (a wrong answer), so it is declined (the result goes to
- * a block of the library's own, which is always correct). */
+/* The host's offers, less those that overlap an input's memory or another output's offer: such a
+ * block would be written while it is still read, or by two outputs (a wrong answer), so it is
+ * declined (the result goes to a block of the library's own, which is always correct). Every
+ * offer of an overlapping pair is declined, not all but the first: which output keeps a shared
+ * block would otherwise depend on slot order, and a host cannot tell which it would be. */
 static void ffg_screen_offers(const FfgTensor *inputs, int32_t n_inputs, const FfgOutput *outputs,
                               int32_t n_outputs, FfgOutput *offers)
 {
@@ -158,10 +209,14 @@ static void ffg_screen_offers(const FfgTensor *inputs, int32_t n_inputs, const F
             if (extent < 0 || (extent > 0 && in_lo < hi && lo < in_hi))
                 offers[k].host_buffer = NULL;
         }
-        for (i = 0; i < k && offers[k].host_buffer != NULL; ++i) {
-            in_lo = (uintptr_t)offers[i].host_buffer;
-            in_hi = in_lo + (uintptr_t)offers[i].host_capacity;
-            if (offers[i].host_buffer != NULL && in_lo < hi && lo < in_hi)
+        for (i = 0; i < n_outputs && offers[k].host_buffer != NULL; ++i) {   /* the host's offers as given */
+            if (i == k || outputs[i].host_buffer == NULL || outputs[i].host_capacity <= 0)
+                continue;
+            in_lo = (uintptr_t)outputs[i].host_buffer;
+            in_hi = in_lo + (uintptr_t)outputs[i].host_capacity;
+            if (in_hi < in_lo)
+                in_hi = UINTPTR_MAX;
+            if (in_lo < hi && lo < in_hi)
                 offers[k].host_buffer = NULL;
         }
         if (offers[k].host_buffer == NULL)
@@ -184,6 +239,22 @@ static void ffg_release(const FfgAllocator *al, void *ptr)
         al->release(al->ctx, ptr);
     else
         free(ptr);
+}
+
+/* At the start of a run (whatever it returns, every slot is written) and after a failed one: a
+ * slot holding no value. A block a failed run had already handed to a slot (a later output's sync
+ * failed) goes back to where it came from: after a failure the host has nothing to release. */
+static void ffg_clear_outputs(FfgOutput *outputs, int32_t n_outputs, int release, const FfgAllocator *al)
+{
+    int32_t k;
+    for (k = 0; k < n_outputs; ++k) {
+        if (release && outputs[k].base != NULL && outputs[k].tensor.device.device_type == FFG_DEVICE_CPU)
+            ffg_release(al, outputs[k].base);
+        memset(&outputs[k].tensor, 0, sizeof outputs[k].tensor);
+        outputs[k].base = NULL;
+        outputs[k].alias_of = FFG_OUT_NONE;
+        outputs[k].reserved = 0;
+    }
 }
 
 static int64_t ffg_size(int ndim, const int64_t *shape)
@@ -396,8 +467,8 @@ static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const 
                           name, ndim, (int)t->ndim);
             return -1;
         }
-        if (ndim > 0 && t->shape == NULL) {
-            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: the shape pointer is NULL", name);
+        if (ndim > 0 && t->shape == NULL) {   /* NULL pointers are a misused call: FFG_ERR_ABI */
+            ffg_set_error(err, FFG_ERR_ABI, slot, "input %s: the shape pointer is NULL", name);
             return -1;
         }
         for (d = 0; d < ndim; ++d) {
@@ -417,7 +488,7 @@ static int ffg_extract_on(ffg_array *a, const FfgTensor *t, int32_t slot, const 
             return -1;
         }
         if (t->data == NULL && ffg_size(ndim, t->shape) > 0) {
-            ffg_set_error(err, FFG_ERR_VALUE, slot, "input %s: data pointer is NULL", name);
+            ffg_set_error(err, FFG_ERR_ABI, slot, "input %s: the data pointer is NULL", name);
             return -1;
         }
         if (ffg_check_layout(t, slot, name, code, bits, ndim, err))
@@ -527,8 +598,12 @@ static int ffg_copy_array(ffg_array *dst, const ffg_array *src, int ndim, size_t
 static int ffg_read_scalar(const FfgTensor *t, int32_t slot, const char *name, int code, int bits,
                            void *value, FfgError *err)
 {
+    if (t->data == NULL) {
+        ffg_set_error(err, FFG_ERR_ABI, slot, "input %s: the data pointer is NULL", name);
+        return -1;
+    }
     if (t->device.device_type != FFG_DEVICE_CPU || t->dtype.code != code || t->dtype.bits != bits
-        || t->ndim != 0 || t->data == NULL) {
+        || t->ndim != 0) {
         ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a 0-d CPU value of dtype code %d, %d bits",
                       name, code, bits);
         return -1;

@@ -114,11 +114,11 @@ int main(void)
     expect("shared index out of range", code, FFG_ERR_INDEX, err.message, "out of range");
     sv.shape = NULL;
     code = seed_set_shared(h, 0, &sv, &err);
-    expect("shared value with a NULL shape", code, FFG_ERR_VALUE, err.message, "shape pointer is NULL");
+    expect("shared value with a NULL shape", code, FFG_ERR_ABI, err.message, "shape pointer is NULL");
     sv.shape = s_shape;
     sv.data = NULL;
     code = seed_set_shared(h, 0, &sv, &err);
-    expect("shared value with NULL data", code, FFG_ERR_VALUE, err.message, "data pointer is NULL");
+    expect("shared value with NULL data", code, FFG_ERR_ABI, err.message, "data pointer is NULL");
     sv.data = s;
     sv.shape = negative + 0;
     code = seed_set_shared(h, 0, &sv, &err);
@@ -150,10 +150,10 @@ int main(void)
     expect("input of the wrong ndim", code, FFG_ERR_TYPE, err.message, "expected 2 dimensions, got 1");
     in = matrix(NULL, shape);
     code = seed_run(h, &in, 1, out, 2, &err);
-    expect("input with NULL data", code, FFG_ERR_VALUE, err.message, "data pointer is NULL");
+    expect("input with NULL data", code, FFG_ERR_ABI, err.message, "data pointer is NULL");
     in = matrix(x, NULL);
     code = seed_run(h, &in, 1, out, 2, &err);
-    expect("input with a NULL shape", code, FFG_ERR_VALUE, err.message, "shape pointer is NULL");
+    expect("input with a NULL shape", code, FFG_ERR_ABI, err.message, "shape pointer is NULL");
     in = matrix(x, negative);
     code = seed_run(h, &in, 1, out, 2, &err);
     expect("input with a negative length", code, FFG_ERR_VALUE, err.message, "does not fit");
