@@ -9,5 +9,6 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _page_in_tmp_folder(tmp_path, monkeypatch):
-    # pages compare printed numbers to the digits written (pytest's NUMBER flag, setup.cfg)
+    # the files a page writes land here, not in the checkout; the pages' expected numbers are
+    # compared as text (setup.cfg's doctest_optionflags has no NUMBER)
     monkeypatch.chdir(tmp_path)
