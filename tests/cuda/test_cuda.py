@@ -380,13 +380,15 @@ def test_gpu_device_mode_matches_numpy():
     x, y = T.dmatrix("x"), T.dmatrix("y")
     out = (T.exp(x) * 2 + y).sum(axis=0) + T.dot(x, y.T).sum()
     f = function([x, y], out, mode=Mode(linker="cvm", device="cuda"))
+    _assert_runs_on_the_device(f)           # the values below come from GPU kernels, not a CPU fallback
     a, b = np.random.rand(4, 5), np.random.rand(4, 5)
     assert_matches(f(a, b), (np.exp(a) * 2 + b).sum(0) + (a @ b.T).sum(), out.type, 1e-12, 1e-12, dtype="float64")
 
 
 @pytest.mark.gpu
 def test_gpu_pycuda_op_beside_generated_kernels():
-    pytest.importorskip("pycuda", reason="pycuda (ffigraph[cuda]) is not installed")
+    pytest.importorskip("pycuda", reason="pycuda is not installed (pip install '.[cuda]': it builds where the "
+                                         "CUDA headers, cuRAND's included, and a driver's libcuda are)")
     from ffigraph.cuda.elemwise import GpuElemwise
     from ffigraph.cuda.pycuda_ops import PyCUDADoubleOp
     from ffigraph.scalar import basic as scalar
@@ -579,6 +581,20 @@ def _op_names(f):
     return [type(n.op).__name__ for n in f.maker.fgraph.toposort()]
 
 
+def _assert_runs_on_the_device(f):
+    """f's arithmetic runs on the GPU: every node but the transfers at the edges is a GPU node, and
+    they all run in one whole-graph library that nvcc built (cubins for the architectures this
+    configuration targets, linked to the CUDA runtime)."""
+    names = _op_names(f)
+    assert {"GpuElemwise", "GpuReduce", "GpuDot"} <= set(names), names
+    assert all(n.startswith("Gpu") or n == "HostFromGpu" for n in names), names
+    assert (names.count("GpuFromHost"), names.count("HostFromGpu")) == (len(f.maker.fgraph.inputs), 1), names
+    assert (getattr(f.maker.linker, "chosen", None) or f.maker.linker).name == "c"
+    assert cubin_archs(f.library_path) == {int(a[len("sm_"):]) for a in toolchain.target_archs()}
+    ldd = subprocess.run(["ldd", f.library_path], stdout=subprocess.PIPE, universal_newlines=True).stdout
+    assert "libcudart" in ldd, ldd
+
+
 def test_device_mode_moves_supported_nodes_with_transfers_at_the_edges():
     x, y = T.dmatrix("x"), T.dmatrix("y")
     out = (T.exp(x) * 2 + y).sum(axis=0) + T.dot(x, y.T).sum() + T.argmax(x, axis=0)
@@ -625,6 +641,7 @@ def test_device_mode_graph_builds_and_reports_cuda_errors_without_gpu(linker):
     device: test_gpu_device_mode_matches_numpy)."""
     x, y = T.fmatrix("x"), T.fmatrix("y")
     f = function([x, y], (T.exp(x) * y).sum(axis=1) + T.dot(x, y.T).max(), mode=Mode(linker=linker, device="cuda"))
+    _assert_runs_on_the_device(f)
     with pytest.raises(CudaError) as info:
         f(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32))
     _expect_no_gpu_error(info.value)
