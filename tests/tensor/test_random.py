@@ -1,6 +1,8 @@
 """Counter-based random streams (Philox4x32-10): known answers, bit-identical draws from the
 Python and C linkers (and on PyPy: pinned digests computed on CPython), stream semantics, bad
-arguments, statistics, our own log/sin/cos, and an exported library drawing from C."""
+arguments, statistics (with array parameters: every cell's distribution against scipy.stats; the
+pinned digests only say the bits did not change, not that they are right), our own log/sin/cos, and
+an exported library drawing from C."""
 from __future__ import annotations
 
 import hashlib
@@ -273,6 +275,95 @@ def test_kolmogorov_smirnov():
     expected = stats.binom.pmf(np.arange(11), 10, 0.4) * 20000
     keep = expected > 5
     assert stats.chisquare(observed[keep], expected[keep] * observed[keep].sum() / expected[keep].sum()).pvalue > 1e-3
+
+
+# Array parameters: every draw has size (N_CELL, 3, 4) and parameters of shapes (3, 1), (4,) or
+# (3, 4), so each of the 12 cells (i, j) has its own distribution, given by scipy.stats. Cells differ
+# by far more than N_CELL samples can hide, so a parameter read from the wrong cell (swapped,
+# broadcast along the wrong axis, reversed) fails the cells it lands in with p-values of 1e-40 and
+# less; at this fixed seed the right draws pass every check with room to spare (smallest p-value
+# 0.06, largest |z| 2.6).
+N_CELL = 2000
+P_MIN = 1e-5          # KS and chi-square p-values must be above this
+Z_MAX = 5.0           # sample mean and variance within this many standard errors
+
+
+def _array_parameter_draws(srng, stats):
+    """``(inputs, values, draws)``: draws is [(name, variable, cell -> frozen scipy distribution)]."""
+    size = (N_CELL, 3, 4)
+    low, high = T.dmatrix("low"), T.dvector("high")              # (3, 1) and (4,): an outer product
+    loc, scale = T.dmatrix("loc"), T.dvector("scale")
+    ilow, ihigh = T.lmatrix("ilow"), T.lvector("ihigh")
+    p_cells, n, p = T.dmatrix("p_cells"), T.lmatrix("n"), T.dvector("p")
+    p_choice = T.dvector("p_choice")
+    v = dict(low=np.array([[-2.0], [0.0], [3.0]]), high=np.array([10.0, 7.0, 5.0, 4.0])[::-1],  # negative strides
+             loc=np.array([[-5.0], [0.0], [10.0]]), scale=np.array([0.5, 1.0, 2.0, 4.0]),
+             ilow=np.array([[-3], [0], [2]]), ihigh=np.array([4, 6, 9, 17]),
+             p_cells=np.linspace(0.04, 0.96, 12).reshape(4, 3).T,   # a transposed (F-ordered) array
+             n=np.array([[1], [5], [40]]), p=np.array([0.1, 0.3, 0.6, 0.95]),
+             p_choice=np.array([0.1, 0.0, 0.5, 0.15, 0.25]))
+    draws = [
+        ("uniform", srng.uniform(low, high, size=size),
+         lambda i, j: stats.uniform(v["low"][i, 0], v["high"][j] - v["low"][i, 0])),
+        ("normal", srng.normal(loc, scale, size=size), lambda i, j: stats.norm(v["loc"][i, 0], v["scale"][j])),
+        ("integers", srng.integers(ilow, ihigh, size=size),
+         lambda i, j: stats.randint(v["ilow"][i, 0], v["ihigh"][j])),
+        ("bernoulli", srng.bernoulli(p_cells, size=size), lambda i, j: stats.bernoulli(v["p_cells"][i, j])),
+        ("binomial", srng.binomial(n, p, size=size), lambda i, j: stats.binom(v["n"][i, 0], v["p"][j])),
+        ("choice", srng.choice(5, size=(N_CELL, 1, 1), p=p_choice),
+         lambda i, j: stats.rv_discrete(values=(np.arange(5), v["p_choice"]))),
+    ]
+    inputs = [low, high, loc, scale, ilow, ihigh, p_cells, n, p, p_choice]
+    return inputs, [v[x.name] for x in inputs], draws
+
+
+def _chisquare_pvalue(stats, sample, dist):
+    """Chi-square of the counts of a discrete sample against ``dist``; values whose expected count
+    is under 5 share one bin. A value the distribution cannot take fails at once."""
+    values, counts = np.unique(sample, return_counts=True)
+    pmf = dist.pmf(values)
+    assert (pmf > 0).all(), "drew %s, which has probability 0" % values[pmf == 0]
+    support = np.arange(dist.support()[0], dist.support()[1] + 1)
+    expected = dist.pmf(support) * sample.size
+    observed = np.zeros(support.size)
+    observed[np.searchsorted(support, values)] = counts
+    small = expected < 5
+    observed = np.append(observed[~small], observed[small].sum())
+    expected = np.append(expected[~small], expected[small].sum())
+    keep = expected > 0
+    if keep.sum() < 2:
+        return 1.0                                    # one bin: nothing to compare (the pmf check did it)
+    return stats.chisquare(observed[keep], expected[keep]).pvalue
+
+
+def test_array_parameters_give_every_cell_its_distribution():
+    stats = pytest.importorskip("scipy.stats", reason="scipy (the reference distributions) is installed "
+                                                      "in the CPython venv only: it has no PyPy build")
+    srng = RandomStream(20240611)
+    inputs, values, draws = _array_parameter_draws(srng, stats)
+    got = function(inputs, [d for _, d, _ in draws], mode=_mode("c"))(*values)
+    problems, p_values = [], []
+    for (name, _, cell_dist), out in zip(draws, got):
+        for i in range(out.shape[1]):
+            for j in range(out.shape[2]):
+                dist, sample = cell_dist(i, j), out[:, i, j]
+                mean, var = (float(m) for m in dist.stats(moments="mv"))
+                kurt = float(dist.stats(moments="k"))
+                z_mean = (sample.mean() - mean) / np.sqrt(var / sample.size)
+                # the standard error of a sample variance; its 1/N**2 term matters where the first
+                # vanishes (two equally likely values)
+                z_var = (sample.var() - var) / (var * np.sqrt((kurt + 2.0) / sample.size + 2.0 / sample.size ** 2))
+                if name in ("uniform", "normal"):
+                    p_value = stats.kstest(sample, dist.cdf).pvalue
+                else:
+                    p_value = _chisquare_pvalue(stats, sample, dist)
+                p_values.append(p_value)
+                if abs(z_mean) > Z_MAX or abs(z_var) > Z_MAX or p_value < P_MIN:
+                    problems.append("%s cell (%d, %d): mean %.4g (want %.4g), variance %.4g (want %.4g), p-value %.3g"
+                                    % (name, i, j, sample.mean(), mean, sample.var(), var, p_value))
+    assert [o.shape for o in got] == [(N_CELL, 3, 4)] * 5 + [(N_CELL, 1, 1)]
+    assert not problems, "\n".join(problems)
+    assert len(p_values) == 61 and min(p_values) > P_MIN
 
 
 # ------------------------------------------------------------------ bad arguments
