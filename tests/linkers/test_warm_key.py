@@ -333,3 +333,48 @@ def test_prop_values_are_written_down_stably():
         enc(object(), set())
     with pytest.raises(graph_key._NoKey):
         enc(lambda: 0, set())
+
+
+# ---------------------------------------------------------------- types: dtype, broadcastable, ndim
+
+# x's type, and a value for it; y is a float64 vector of 3 in every graph, and both keep their names
+TYPED_X = {
+    "float64 vector": (T.dvector, np.array([0.5, -1.0, 2.0])),
+    "float32 vector": (T.fvector, np.array([0.5, -1.0, 2.0], dtype="float32")),
+    "float64 matrix": (T.dmatrix, np.array([[0.5, -1.0, 2.0], [0.0, 1.0, -2.0]])),
+    "float64 column": (T.dcol, np.array([[0.5], [-1.0]])),     # broadcast against y: (2, 3)
+    "float64 row": (T.drow, np.array([[0.5, -1.0, 2.0]])),
+}
+
+
+def _typed_graph(kind):
+    x, y = TYPED_X[kind][0]("x"), T.dvector("y")
+    return [x, y], [T.exp(x) * y + 1.5 * y]
+
+
+def test_type_changes_give_new_keys():
+    """Graphs that differ only in one input's dtype, static shape (broadcastable) or ndim."""
+    keys = {kind: _key(FunctionGraph(*_typed_graph(kind))) for kind in TYPED_X}
+    assert len(set(keys.values())) == len(keys), keys
+
+
+def test_type_changes_warm_path_gives_each_graph_its_own_library(tmp_path, monkeypatch):
+    _private_cache(tmp_path, monkeypatch)
+    y = np.array([1.0, -2.0, 3.0])
+    kinds = ("float64 vector", "float32 vector", "float64 matrix", "float64 column")
+    cold = {}
+    for kind in kinds:
+        f = function(*_typed_graph(kind), mode=MODE)
+        assert not f.maker.linker.compiled.warm_hit, kind   # no other graph's entry answers for it
+        cold[kind] = f.maker.linker.compiled.library.path
+    assert len(set(cold.values())) == len(kinds)
+    _forget_loaded_libraries(monkeypatch)
+    for kind in kinds:
+        f = function(*_typed_graph(kind), mode=MODE)
+        compiled = f.maker.linker.compiled
+        assert compiled.warm_hit and compiled.library.path == cold[kind], kind
+        x = TYPED_X[kind][1]
+        want = np.exp(x) * y + 1.5 * y   # numpy: exp in x's dtype, then float64
+        (got,) = f(x, y)
+        assert got.dtype == np.float64 and got.shape == want.shape, (kind, got.dtype, got.shape)
+        np.testing.assert_allclose(got, want, rtol=1e-6 if x.dtype == np.float32 else 1e-13, err_msg=kind)
