@@ -18,7 +18,7 @@ from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers.c.codegen import generate, node_has_c_code
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.tensor.math import ArgReduce, Reduce
-from helpers import Case, caller, check_cases, np_accumulate, relayout, sample
+from helpers import ACC_DTYPE, Case, caller, check_cases, np_accumulate, relayout, sample
 
 KINDS = ("sum", "prod", "max", "min", "mean", "all", "any")
 ARG_KINDS = ("argmax", "argmin")
@@ -60,6 +60,28 @@ def np_ref(kind, a, axis, keepdims=False, dtype=None):
     if kind in ("sum", "prod", "mean"):
         return np_accumulate(kind, a, axis, keepdims, dtype=dtype)
     return np.asarray(NP[kind](a, axis=axis, keepdims=keepdims))
+
+
+def order_tolerance(kind, a, axis, dtype):
+    """(rtol, atol) for comparing a reduction of ``a`` to numpy's when the two add or multiply in
+    different orders, with a ``dtype`` result: exact (0, 0) for integers and for max, min, all,
+    any; otherwise the rounding bound of any order in the accumulator (n terms: n * eps of the
+    accumulator dtype, times the sum of the finite magnitudes for sum and mean, relative for
+    prod) plus a few roundings of the result. A float32 result so gets about 2.4e-7 relative, a
+    float64 one about 4.4e-16 relative and (n * 2.2e-16) * sum|a| absolute."""
+    out = np.dtype(dtype)
+    if out.kind != "f" or kind not in ("sum", "prod", "mean"):
+        return 0, 0
+    a = np.asarray(a)
+    acc_eps = np.finfo(np.dtype(ACC_DTYPE.get(a.dtype.name, a.dtype.name)) if a.dtype.kind == "f"
+                       else np.float64).eps
+    n = max(1, a.size // max(1, np.asarray(np_ref("sum", a, axis)).size))
+    rtol = 2 * np.finfo(out).eps
+    if kind == "prod":
+        return rtol + n * acc_eps, np.finfo(out).tiny
+    magnitudes = np.where(np.isfinite(a), np.abs(a.astype("float64")), 0.0)
+    scale = float(np.max(np.sum(magnitudes, axis=axis), initial=0.0))
+    return rtol, n * acc_eps * scale / (n if kind == "mean" else 1)
 
 
 def out_dtype(kind, dtype):
@@ -517,10 +539,10 @@ def test_long_runs_max_min_sum(c_mode):
                         for k, g in zip(LONG_KINDS, got[i * nk:(i + 1) * nk]):
                             want = np_ref(k, w, None)
                             assert g.dtype == out_dtype(k, dtype), (k, dtype, g.dtype)
-                            if k == "prod" and np.dtype(dtype).kind == "f":
-                                np.testing.assert_allclose(g, want, rtol=1e-5)
-                            elif k in ("sum", "mean") and np.dtype(g.dtype).kind == "f":
-                                np.testing.assert_allclose(g, want, rtol=1e-5, atol=1e-6)
+                            if k in ("sum", "mean", "prod") and np.dtype(g.dtype).kind == "f":
+                                rtol, atol = order_tolerance(k, w, None, g.dtype)
+                                np.testing.assert_allclose(g, want, rtol=rtol, atol=atol,
+                                                           err_msg="%s %s n=%d" % (k, dtype, n))
                             else:
                                 np.testing.assert_array_equal(g, want.astype(g.dtype),
                                                               err_msg="%s %s n=%d" % (k, dtype, n))
@@ -530,6 +552,7 @@ def test_long_runs_max_min_sum(c_mode):
 def test_column_reductions_fold_into_the_output(kind, c_mode):
     dtypes = ("float64", "float32", "int32", "bool")
     xs = {dtype: sample(dtype, (37, 5, 19), rng=np.random.default_rng(12), special=True) for dtype in dtypes}
+    axes = {_label(dtype, axis): axis for dtype in dtypes for axis in (0, 1, (0, 1))}
     cases = [Case(_label(dtype, axis), build(kind, axis), ref(kind, axis), [xs[dtype]], dtype=out_dtype(kind, dtype))
              for dtype in dtypes for axis in (0, 1, (0, 1))]
     f = check_cases(cases, c_mode)
@@ -540,7 +563,8 @@ def test_column_reductions_fold_into_the_output(kind, c_mode):
         view = views[case.label][0]
         with np.errstate(all="ignore"):
             want = case.ref(view)
-        np.testing.assert_allclose(got[case.label], want, rtol=1e-5, equal_nan=True)
+        rtol, atol = order_tolerance(kind, view, axes[case.label], case.dtype)
+        np.testing.assert_allclose(got[case.label], want, rtol=rtol, atol=atol, equal_nan=True, err_msg=case.label)
 
 
 def test_column_sum_matches_numpy_bit_for_bit(c_mode):
