@@ -5,6 +5,8 @@ import pytest
 import ffigraph.tensor as T
 from ffigraph import function
 from ffigraph.compile import ops
+from ffigraph.graph.c_interface import MethodNotDefined
+from ffigraph.graph.type import Type
 from ffigraph.tensor.type import TensorType
 
 
@@ -32,10 +34,18 @@ def test_registries_are_keyed_by_type_class_and_follow_subclasses(monkeypatch):
 
 
 def test_unregistered_type_has_no_c_code():
-    class Other(TensorType):
-        pass
+    class Other(Type):   # a Type class that no registry knows (not a TensorType subclass)
+        def filter(self, data, strict=False, allow_downcast=None):
+            return data
 
-    assert ops.ViewOp().c_code_for(object()) is None
+    tensor = TensorType("float64", (None,))
+    for op in (ops.deep_copy_op, ops.view_op, ops.shape, ops.Shape_i(0)):
+        assert op.c_code_for(Other()) is None, op
+        assert op.c_code_for(object()) is None, op
+        assert op.c_code_for(tensor) is not None, op   # while tensors have theirs
+    node = ops.view_op(Other()("o")).owner
+    with pytest.raises(MethodNotDefined, match="ViewOp has no C code registered for Other"):
+        node.op.c_code(node, "n", ["o"], ["z"], {})
 
 
 def test_shape_ops_perform(mode):

@@ -270,6 +270,10 @@ def test_shared_rejects_unknown_values():
         shared(T.dvector())
 
 
+class _ArraySubclass(np.ndarray):
+    """An ndarray that is not exactly an ndarray: inputs like it go through their type's filter."""
+
+
 def test_trust_input_skips_filtering(mode, monkeypatch):
     x, y = T.dvector("x"), T.dvector("y")
     trusted = function([x, y], x + y, mode=mode, trust_input=True)
@@ -285,6 +289,15 @@ def test_trust_input_skips_filtering(mode, monkeypatch):
     a, b = np.array([1.0, 2.0]), np.array([10.0, 20.0])
     np.testing.assert_array_equal(trusted(a, b), [11.0, 22.0])
     assert filtered == [], "trust_input=True still filtered its inputs"
+    # the C entry takes an ndarray of the input's dtype and rank without filtering it anyway: an
+    # ndarray subclass it sends to the filter, unless the inputs are trusted (so this can fail
+    # under every linker)
+    sa, sb = a.view(_ArraySubclass), b.view(_ArraySubclass)
+    np.testing.assert_array_equal(trusted(sa, sb), [11.0, 22.0])
+    assert filtered == [], "trust_input=True still filtered its inputs"
+    np.testing.assert_array_equal(checked(sa, sb), [11.0, 22.0])
+    assert [type(v) for v in filtered] == [_ArraySubclass, _ArraySubclass]
+    del filtered[:]
     np.testing.assert_array_equal(checked(a, b), [11.0, 22.0])
     # trust_input=False filters at most once per input: an ndarray already of the input's dtype and
     # rank is what the filter would return, and the whole-graph C path takes it without the call

@@ -1,7 +1,9 @@
 """Properties of the whole rewrite pipeline on random graphs.
 
-Random elementwise graphs (with a reduction on top, sometimes) over two or
-three inputs, with NaN and infinities among the values, must give the same
+Random elementwise graphs (with a reduction on top, sometimes) over one to
+three inputs that broadcast against each other (the first has the graph's
+shape; the others may lack leading axes or have length 1 where it does not),
+with NaN and infinities among the values, must give the same
 results with no rewrites and with FAST_RUN, under the Python and the C
 linkers, and all must equal numpy. FAST_RUN applied twice changes nothing
 the second time, and every rewrite pass ends.
@@ -178,15 +180,27 @@ SHAPES = [(5,), (3, 4), (2, 1, 3), (0, 3), ()]
 GRAPHS_PER_EXAMPLE = 4
 
 
+def _input_shape(shape, pattern):
+    """The shape of an input that broadcasts against ``shape``: ``pattern`` = (leading axes it
+    lacks, a bit mask of the axes where it has length 1), and its static shape (1 on those axes,
+    as broadcasting needs)."""
+    drop, ones = pattern
+    kept = shape[min(drop, len(shape)):]
+    first = len(shape) - len(kept)
+    runtime = tuple(1 if ones >> (first + j) & 1 else n for j, n in enumerate(kept))
+    static = tuple(1 if ones >> (first + j) & 1 else None for j in range(len(kept)))
+    return runtime, static
+
+
 def _functions(graphs):
     """The three functions (no rewrites and FAST_RUN under Python, FAST_RUN under C) of several
-    graphs at once: ``graphs`` is a tuple of (expr, reduce, n_inputs, dtype, ndim), each graph
-    with inputs of its own, so no rewrite relates two of them."""
-    key = tuple((repr(expr), reduce, n_inputs, dtype, ndim) for expr, reduce, n_inputs, dtype, ndim in graphs)
+    graphs at once: ``graphs`` is a tuple of (expr, reduce, dtype, static shapes of the inputs),
+    each graph with inputs of its own, so no rewrite relates two of them."""
+    key = tuple((repr(expr), reduce, dtype, statics) for expr, reduce, dtype, statics in graphs)
     if key not in _COMPILED:
         syms, outs = [], []
-        for g, (expr, reduce, n_inputs, dtype, ndim) in enumerate(graphs):
-            gsyms = [T.tensor(dtype, (None,) * ndim, "g%d_x%d" % (g, i)) for i in range(n_inputs)]
+        for g, (expr, reduce, dtype, statics) in enumerate(graphs):
+            gsyms = [T.tensor(dtype, static, "g%d_x%d" % (g, i)) for i, static in enumerate(statics)]
             out = _build(expr, gsyms, dtype)
             if reduce is not None:
                 kind, axis = reduce
@@ -205,7 +219,9 @@ def _functions(graphs):
 _GRAPH = st.tuples(
     _expressions(3), st.integers(1, 3), st.sampled_from(["float64", "float32"]), st.sampled_from(SHAPES),
     st.one_of(st.none(), st.tuples(st.sampled_from(["sum", "max"]), st.sampled_from([None, 0, -1]))),
-    st.integers(0, 2 ** 16))
+    st.integers(0, 2 ** 16),
+    # how inputs 1 and 2 broadcast against input 0 (see _input_shape)
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 7)), min_size=2, max_size=2))
 
 
 # Each example checks GRAPHS_PER_EXAMPLE random graphs compiled together (one C library per
@@ -214,27 +230,27 @@ _GRAPH = st.tuples(
 @given(graphs=st.lists(_GRAPH, min_size=GRAPHS_PER_EXAMPLE, max_size=GRAPHS_PER_EXAMPLE))
 def test_random_graphs_agree(graphs):
     prepared, values, wants = [], [], []
-    for expr, n_inputs, dtype, shape, reduce, seed in graphs:
+    for expr, n_inputs, dtype, shape, reduce, seed, patterns in graphs:
         expr = _clamp_inputs(expr, n_inputs)
         if not _uses_input(expr):
             expr = ("b", "add", expr, ("in", 0))
-        ndim = len(shape)
-        if reduce is not None and (ndim == 0 or (reduce[0] == "max" and 0 in shape)):
-            reduce = None
-        prepared.append((expr, reduce, n_inputs, dtype, ndim))
+        shapes = [(shape, (None,) * len(shape))] + [_input_shape(shape, p) for p in patterns[:n_inputs - 1]]
         rng = np.random.default_rng(seed)
-        vals = [_values(rng, dtype, shape) for _ in range(n_inputs)]
+        vals = [_values(rng, dtype, runtime) for runtime, _ in shapes]
         with np.errstate(all="ignore"):
-            want, error = _evaluate_with_error(expr, vals, dtype)
+            want, error = _evaluate_with_error(expr, vals, dtype)   # numpy broadcasts the inputs
+            if reduce is not None and (want.ndim == 0 or (reduce[0] == "max" and 0 in want.shape)):
+                reduce = None
             if reduce is not None:
                 want, error = _reduce_with_error(reduce[0], reduce[1], want, error, dtype)
+        prepared.append((expr, reduce, dtype, tuple(static for _, static in shapes)))
         values += vals
-        wants.append((want, error))
+        wants.append((want, error, [v.shape for v in vals]))
     fns = _functions(tuple(prepared))
     with np.errstate(all="ignore"):
         results = {name: f(*values) for name, f in fns.items()}
-    for k, ((want, error), (expr, reduce, _, dtype, _)) in enumerate(zip(wants, prepared)):
-        label = "%s %s %s" % (dtype, expr, reduce)
+    for k, ((want, error, in_shapes), (expr, reduce, dtype, _)) in enumerate(zip(wants, prepared)):
+        label = "%s %s %s, input shapes %s" % (dtype, expr, reduce, in_shapes)
         for name, got in results.items():
             _close(got[k], want, error, dtype, "%s vs numpy: %s" % (name, label))
         _close(results["fast-c"][k], results["fast-py"][k], error, dtype, "fast-c vs fast-py: " + label)
