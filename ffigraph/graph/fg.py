@@ -2,7 +2,9 @@
 
 It tracks the clients of every variable and tells attached features about
 each change (import, prune, change of an input), so that rewrites and checks
-see one consistent graph.
+see one consistent graph. It refuses a change that would make the graph
+cyclic (``CycleError``): a cycle has no order to run in, and a toposort of it
+quietly runs some node before the value it reads.
 """
 from __future__ import annotations
 
@@ -11,6 +13,11 @@ from ffigraph.graph.basic import Apply, Constant, Variable, clone_get_equiv, io_
 
 class InconsistencyError(Exception):
     """A feature refused a change (raised from ``validate`` or a callback)."""
+
+
+class CycleError(InconsistencyError):
+    """A replacement would make a node read a value computed from its own output: the rewrite
+    that asked for it (named in the message) is wrong, and the graph is left as it was."""
 
 
 class Feature:
@@ -40,6 +47,11 @@ class FunctionGraph:
 
     ``clients[var]`` lists ``(node, i)`` pairs, with ``("output", i)`` for the
     graph's i-th output.
+
+    Every node has a level, greater than the levels of the nodes it reads (not necessarily the
+    least such). A node can only be reached from nodes of lower levels, so the cycle check of a
+    replacement searches upwards from the new value through the nodes above the client's level
+    only: the new nodes and the few old ones between, not the whole graph.
     """
 
     def __init__(self, inputs, outputs, features=(), clone=True):
@@ -53,6 +65,7 @@ class FunctionGraph:
         self.apply_nodes = set()
         self.variables = set()
         self.clients = {}
+        self._level = {}
         self._features = []
         for v in inputs:
             if v.owner is not None:
@@ -96,6 +109,7 @@ class FunctionGraph:
             for v in new_node.inputs:
                 self.import_var(v, reason=reason)
             self.apply_nodes.add(new_node)
+            self._level[new_node] = 1 + max([self._level.get(v.owner, 0) for v in new_node.inputs], default=0)
             for v in new_node.outputs:
                 self._setup_var(v)
             for i, v in enumerate(new_node.inputs):
@@ -117,16 +131,52 @@ class FunctionGraph:
             if old.type.convert_variable(new_var) is None:
                 raise TypeError("cannot replace input %d of %s (type %s) with %s of type %s"
                                 % (i, node.op, old.type, new_var, new_var.type))
+            if old is not new_var:
+                self._refuse_cycle(node, i, new_var, reason)
             node.inputs[i] = new_var
         if old is new_var:
             return
         self.import_var(new_var, reason=reason)
+        if new_var.owner is not None and node in self._level:
+            self._raise_level(node, self._level[new_var.owner] + 1)
         self.clients[new_var].append((node, i))
         self.clients[old].remove((node, i))
         self.execute_callbacks("on_change_input", node, i, old, new_var, reason)
         self._prune_if_unused(old, reason)
 
     change_input = change_node_input  # Theano's name
+
+    def _refuse_cycle(self, node, i, new_var, reason):
+        """Raise CycleError when ``new_var`` is computed from ``node`` (in the graph or through the
+        new nodes it brings): ``node`` would read its own output."""
+        floor = self._level.get(node)
+        if floor is None:
+            return   # not a node of this graph (yet): nothing in the graph reads it
+        seen, stack = set(), [new_var]
+        while stack:
+            owner = stack.pop().owner
+            if owner is None or owner in seen:
+                continue
+            if owner is node:
+                raise CycleError(
+                    "%s: making input %d of %s read %s would make the graph cyclic (that value is "
+                    "computed from the node's own output); the replacement is refused"
+                    % (reason or "(unnamed rewrite)", i, _short(node), _short(new_var)))
+            seen.add(owner)
+            level = self._level.get(owner) if owner in self.apply_nodes else None
+            if level is None or level > floor:   # new, or high enough to lie below node
+                stack.extend(owner.inputs)
+
+    def _raise_level(self, node, level):
+        """Keep every node's level above its inputs' after ``node`` reads from a higher node."""
+        stack = [(node, level)]
+        while stack:
+            node, level = stack.pop()
+            if self._level[node] >= level:
+                continue
+            self._level[node] = level
+            for out in node.outputs:
+                stack.extend((client, level + 1) for client, _ in self.clients[out] if client != "output")
 
     def replace(self, var, new_var, reason=None, verbose=None, import_missing=False):
         """Make every client of ``var`` use ``new_var`` instead."""
@@ -159,6 +209,7 @@ class FunctionGraph:
             if node not in self.apply_nodes or any(self.clients.get(o) for o in node.outputs):
                 continue
             self.apply_nodes.discard(node)
+            self._level.pop(node, None)
             for o in node.outputs:
                 self.variables.discard(o)
                 self.clients.pop(o, None)
@@ -241,8 +292,15 @@ class FunctionGraph:
         return "FunctionGraph(%s)" % ", ".join(map(str, self.outputs))
 
 
+def _short(item, limit=200):
+    """A node's or variable's text for a message, cut to ``limit`` characters."""
+    text = str(item)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class MissingInputError(ValueError):
     """An output depends on a variable that is neither an input nor a constant."""
 
 
-__all__ = ["Apply", "Variable", "Feature", "FunctionGraph", "InconsistencyError", "MissingInputError"]
+__all__ = ["Apply", "Variable", "CycleError", "Feature", "FunctionGraph", "InconsistencyError",
+           "MissingInputError"]
