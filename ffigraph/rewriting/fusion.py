@@ -6,9 +6,12 @@ Groups grow backwards from a sink node, adding producers, so the sink reads
 (through the group) every input of the group. That keeps error behaviour
 exact: the unfused graph fails to broadcast exactly when the fused loop does.
 Two groups are merged only when they read the same set of inputs, for the
-same reason. A producer is not added if that would make a cycle through a
-node outside the group. Nodes needed under different branches of an ``ifelse``
-(graph.branches) stay apart, so the fused loop never computes a branch not taken.
+same reason (and merging groups that read the same inputs cannot close a cycle).
+A producer is not added if that would make a cycle through a node outside the
+group, counting each group already made as the one node it becomes: two groups
+must never each read what the other computes. Nodes needed under different
+branches of an ``ifelse`` (graph.branches) stay apart, so the fused loop never
+computes a branch not taken.
 """
 from __future__ import annotations
 
@@ -45,60 +48,100 @@ def _worth_alone(node):
 
 
 class _Graph:
-    """Positions and clients of the graph, for the cycle check."""
+    """The graph's order, branch contexts and ancestry, for the cycle check.
+
+    ``up[pos[node]]`` is a bitset of the fusable nodes (``bit``) from which ``node`` can be
+    reached, itself included, in the graph *as it will be once every finished group is one
+    node*: fusing a group joins the ancestry of all its members, so two groups that are each
+    fine alone can still read each other (group A computes a value a node of B reads while B
+    computes one A reads) and make a cycle once both are fused. Finishing a group (``finish``)
+    therefore adds the group's ancestry to every node below it.
+    """
 
     def __init__(self, fgraph):
-        self.fgraph = fgraph
+        self.clients = fgraph.clients
         self.order = fgraph.toposort()
         self.pos = {n: i for i, n in enumerate(self.order)}
         self.context = branch_contexts(fgraph, self.order)   # the lazy branch each node runs under
+        self.bit = {}   # the fusable nodes' bits; also the test of fusability (which is not cheap)
+        self.up = []
+        for node in self.order:
+            bits = 0
+            if _fusable(node):
+                bits = self.bit[node] = 1 << len(self.bit)
+            for v in node.inputs:
+                if v.owner is not None:
+                    bits |= self.up[self.pos[v.owner]]
+            self.up.append(bits)
+        # Only a node that feeds a fusable node not yet in a group can be asked about again
+        # (closes_cycle asks about the nodes feeding a group): ``waiting`` counts those clients
+        # per position, and ``asked`` lists the positions that have some, which finish updates.
+        self.waiting = [0] * len(self.order)
+        for node in self.bit:
+            for q in _producers(node):
+                self.waiting[self.pos[q]] += 1
+        self.asked = [i for i, n in enumerate(self.waiting) if n]
 
-    def reaches(self, starts, targets, limit):
-        """True when a path from any node in ``starts`` reaches a node in ``targets``
-        (only nodes before position ``limit`` can lie on such a path)."""
-        seen, stack = set(), list(starts)
-        while stack:
-            node = stack.pop()
-            if node in targets:
-                return True
-            if node in seen or self.pos.get(node, limit + 1) > limit:
-                continue
-            seen.add(node)
-            for out in node.outputs:
-                for client, _ in self.fgraph.clients[out]:
-                    if client != "output":
-                        stack.append(client)
+    def closes_cycle(self, members, member_bits, p):
+        """True when adding ``p`` to ``members`` would make a path leave the group and come back:
+        some node outside the group that feeds it descends from a member (or from ``p``)."""
+        bits = member_bits | self.bit[p]
+        group = members | {p}
+        for node in group:
+            for v in node.inputs:
+                q = v.owner
+                if q is not None and q not in group and self.up[self.pos[q]] & bits:
+                    return True
         return False
 
-    def external_clients(self, nodes, members):
-        out = []
-        for node in nodes:
-            for var in node.outputs:
-                out += [c for c, _ in self.fgraph.clients[var] if c != "output" and c not in members]
-        return out
+    def finish(self, sink, members):
+        """Record that ``members`` become one node: a node that descends from one of them now
+        descends from the ancestors of all. The sink descends from every member (a group grows
+        backwards from it), so only what reads another member from outside the group gains
+        ancestry, and only the nodes that can still be asked about are updated."""
+        waiting = self.waiting
+        leaking = 0
+        for node in members:
+            for q in _producers(node):
+                waiting[self.pos[q]] -= 1
+            if node is not sink and any(c != "output" and c not in members
+                                        for out in node.outputs for c, _ in self.clients[out]):
+                leaking |= self.bit[node]
+        if not leaking:
+            return
+        up, joined = self.up, self.up[self.pos[sink]]
+        self.asked = [i for i in self.asked if waiting[i]]
+        for i in self.asked:
+            if up[i] & leaking:
+                up[i] |= joined
+
+
+def _producers(node):
+    """The distinct nodes computing ``node``'s inputs."""
+    return {v.owner for v in node.inputs if v.owner is not None}
 
 
 def _grow(graph, sink, assigned):
     members = {sink}
+    member_bits = graph.bit[sink]
     ndim = sink.outputs[0].ndim
     frontier = [sink]
     while frontier:
         node = frontier.pop()
         for var in node.inputs:
             p = var.owner
-            if p is None or p in members or p in assigned or not _fusable(p) or p.outputs[0].ndim != ndim:
+            if p is None or p in members or p in assigned or p not in graph.bit or p.outputs[0].ndim != ndim:
                 continue
             if graph.context[p] != graph.context[sink]:
                 continue  # p is needed outside sink's ifelse branch: fused, the branch would run eagerly
-            limit = max(graph.pos[m] for m in members)
-            if graph.reaches(graph.external_clients([p], members), members, limit):
-                continue  # p -> outside -> group
-            if graph.reaches(graph.external_clients(members, members), {p}, graph.pos[p]):
-                continue  # group -> outside -> p
+            if graph.closes_cycle(members, member_bits, p):
+                continue
             if len(_external_inputs(list(members) + [p])) > MAX_GROUP_INPUTS:
                 continue
             members.add(p)
+            member_bits |= graph.bit[p]
             frontier.append(p)
+    graph.finish(sink, members)
     return members
 
 
@@ -122,7 +165,7 @@ def find_groups(fgraph):
     assigned = set()
     groups = []
     for node in reversed(graph.order):
-        if node in assigned or not _fusable(node):
+        if node in assigned or node not in graph.bit:
             continue
         members = _grow(graph, node, assigned)
         assigned |= members

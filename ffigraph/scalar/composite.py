@@ -10,6 +10,13 @@ loop evaluates it once per element (or per block of elements). Each step is
 
 Everything is a tuple, so two Composites with the same program are equal
 and hash alike: merge and the compile cache see them as one.
+
+A step read by several others is still one step: the program is a DAG, and so
+are its evaluation and its C. Its text (``str``, which names the fused node in
+messages and listings) is the expression tree, which can be exponentially
+longer than the program, so it is a label cut at ``TEXT_LIMIT`` characters and
+built without ever writing the whole tree; ``inner_debugprint_lines`` lists
+the program itself, a line per step.
 """
 from __future__ import annotations
 
@@ -20,6 +27,8 @@ from ffigraph.graph.utils import PropsIdentity
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "true_div": "/", "int_div": "//", "mod": "%", "pow": "**",
           "eq": "==", "neq": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|",
           "xor": "^"}
+
+TEXT_LIMIT = 200   # characters of a Composite's text: enough to recognise it, short in any message
 
 
 def const_ref(value):
@@ -32,6 +41,10 @@ def const_ref(value):
 
 def const_value(ref):
     return np.frombuffer(ref[2], dtype=ref[1]).reshape(())
+
+
+def _cut(text, limit):
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class Composite(PropsIdentity):
@@ -98,27 +111,31 @@ class Composite(PropsIdentity):
 
     # ---- text
 
-    def _expression(self, ref, memo):
-        if ref[0] == "in":
-            return "i%d" % ref[1]
-        if ref[0] == "const":
-            return repr(const_value(ref).item())
-        j = ref[1]
-        if j not in memo:
-            sop, args, _ = self.steps[j]
-            parts = [self._expression(r, memo) for r in args]
+    def _expressions(self, limit):
+        """Each step's expression, cut to ``limit + 1`` characters (so a cut one is still too
+        long): a shared step's text is copied into each reader's, and kept whole these copies
+        would double with every level of sharing."""
+        texts = []
+        for sop, args, _ in self.steps:
+            parts = ["i%d" % r[1] if r[0] == "in" else texts[r[1]] if r[0] == "step"
+                     else repr(const_value(r).item()) for r in args]
             if sop.name in _INFIX and len(parts) == 2:
-                memo[j] = "(%s %s %s)" % (parts[0], _INFIX[sop.name], parts[1])
+                text = "(%s %s %s)" % (parts[0], _INFIX[sop.name], parts[1])
             else:
-                memo[j] = "%s(%s)" % (sop.name, ", ".join(parts))
-        return memo[j]
+                text = "%s(%s)" % (sop.name, ", ".join(parts))
+            texts.append(text[:limit + 1])
+        return texts
 
-    def expressions(self):
-        memo = {}
-        return [self._expression(("step", j), memo) for j in self.outputs]
+    def expressions(self, limit=TEXT_LIMIT):
+        """The expression of each output, each at most ``limit`` characters (a longer one cut, ending
+        in ``...``)."""
+        texts = self._expressions(limit)
+        return [_cut(texts[j], limit) for j in self.outputs]
 
     def __str__(self):
-        return "Composite{%s}" % ", ".join(self.expressions())
+        body = ", ".join(self.expressions(TEXT_LIMIT))
+        room = TEXT_LIMIT - len("Composite{}")
+        return "Composite{%s}" % _cut(body, room)
 
     def inner_debugprint_lines(self):
         lines = []
@@ -131,14 +148,20 @@ class Composite(PropsIdentity):
 
     def restricted(self, k):
         """(Composite computing only output ``k``, the indices of the inputs it reads)."""
-        needed, stack = set(), [self.outputs[k]]
+        return self.restricted_to([k])
+
+    def restricted_to(self, ks):
+        """(Composite computing only the outputs ``ks``, in that order, the sorted indices of the
+        inputs they read)."""
+        needed, stack = set(), [self.outputs[k] for k in ks]
         while stack:
             j = stack.pop()
             if j in needed:
                 continue
             needed.add(j)
             stack += [r[1] for r in self.steps[j][1] if r[0] == "step"]
-        inputs = self.input_dependencies()[k]
+        deps = self.input_dependencies()
+        inputs = sorted(set().union(*[deps[k] for k in ks]))
         in_map = {old: new for new, old in enumerate(inputs)}
         step_map, steps = {}, []
         for j in sorted(needed):
@@ -147,5 +170,5 @@ class Composite(PropsIdentity):
                     for r in args]
             step_map[j] = len(steps)
             steps.append((sop, args, dt))
-        comp = Composite([self.in_dtypes[i] for i in inputs], steps, [step_map[self.outputs[k]]])
-        return comp, inputs
+        comp = Composite([self.in_dtypes[i] for i in inputs], steps, [step_map[self.outputs[k]] for k in ks])
+        return comp, tuple(inputs)

@@ -377,13 +377,19 @@ def fused_elemwise_c_code(op, node, ins, outs, sub, name=None):
     else:
         lines += _elemwise_loop(loop, outs, out_ctypes, "shape")
     # When another input makes the loop empty, an output that does not read that input
-    # still has elements (a length-1 axis it did not stretch): compute those on their own.
-    partial = [k for k in range(len(outs)) if len(deps[k]) < comp.nin]
-    for k in partial:
-        sub_comp, sub_inputs = comp.restricted(k)
+    # still has elements (a length-1 axis it did not stretch): compute those on their own, one
+    # loop for all the outputs that read the same inputs (they have the same shape), so the C
+    # stays linear in the Composite. A 0-d loop has its one element: never empty.
+    partial = {}
+    for k in range(len(outs)):
+        if nd and len(deps[k]) < comp.nin:
+            partial.setdefault(deps[k], []).append(k)
+    for ks in partial.values():
+        sub_comp, sub_inputs = comp.restricted_to(ks)
         sub_loop = _Loop(_Restricted(sub_comp, op), node, [ins[i] for i in sub_inputs], sub)
-        lines.append("if (ffg_size(%d, shape) == 0 && ffg_size(%d, oshape%d) > 0) {" % (nd, nd, k))
-        lines += ["    " + ln for ln in _elemwise_loop(sub_loop, [outs[k]], [out_ctypes[k]], "oshape%d" % k)]
+        lines.append("if (ffg_size(%d, shape) == 0 && ffg_size(%d, oshape%d) > 0) {" % (nd, nd, ks[0]))
+        lines += ["    " + ln for ln in _elemwise_loop(sub_loop, [outs[k] for k in ks], [out_ctypes[k] for k in ks],
+                                                       "oshape%d" % ks[0])]
         lines.append("}")
     return "\n".join(lines)
 
@@ -421,7 +427,7 @@ def _elemwise_chunk_function(op, node, name):
 
 
 class _Restricted:
-    """The op seen by a loop that computes one output of ``op`` from a restricted Composite."""
+    """The op seen by a loop that computes some outputs of ``op`` from a restricted Composite."""
 
     def __init__(self, composite, op):
         self.composite = composite

@@ -1,0 +1,173 @@
+"""Fusion keeps the graph acyclic and every Composite as small as the graph it replaces.
+
+- Two fusion groups that each read what the other computes (group A computes a value one node of
+  B reads, and B one that A reads) became two fused nodes reading each other: a cycle, which a
+  toposort silently broke, so a node read a value computed after it. A hand-written convolution's
+  gradient then segfaulted (C), read ``None`` (Python) or missed a key (c|py), and a sigmoid
+  program read an empty buffer. Both are compared with numpy here.
+- A Composite's text was its expression tree, which doubles with each level of shared
+  subexpressions (80,000 characters in that gradient's messages); its C embedded that text once
+  per checked step, and emitted one loop per output that reads fewer inputs (also on 0-d loops,
+  which are never empty). The sizes are bounded here on a chain of shared subexpressions.
+"""
+import numpy as np
+import pytest
+
+import ffigraph
+import ffigraph.tensor as T
+from ffigraph import function
+from ffigraph.compile.mode import Mode
+from ffigraph.tensor.fused import FusedElemwise
+
+RNG = np.random.default_rng(44)
+
+
+# ------------------------------------------------------------------ the einsum convolution
+
+
+def _conv_gradient_graph():
+    """The issue's program: a 3x2 'valid' convolution written as a sum of shifted einsums."""
+    x, w = T.dtensor4("x"), T.dtensor4("w")
+    out = 0
+    for i in range(3):
+        for j in range(2):
+            patch = x[:, :, i:i + x.shape[2] - 2, j:j + x.shape[3] - 1]
+            out = out + T.einsum("nchw,fc->nfhw", patch, w[:, :, i, j])
+    return [x, w], ffigraph.grad(out.sum(), x)
+
+
+def _conv_gradient_np(x, w):
+    """d sum(out) / dx: each tap (i, j) adds sum_f w[f, :, i, j] over the window it reads."""
+    n_rows, n_cols = x.shape[2] - 2, x.shape[3] - 1
+    g = np.zeros_like(x)
+    taps = w.sum(axis=0)                        # (c, 3, 2)
+    for i in range(3):
+        for j in range(2):
+            g[:, :, i:i + n_rows, j:j + n_cols] += taps[None, :, i, j, None, None]
+    return g
+
+
+CONV_CASES = [
+    (RNG.standard_normal((2, 3, 5, 6)), RNG.standard_normal((4, 3, 3, 2))),
+    (RNG.standard_normal((1, 2, 3, 2)), RNG.standard_normal((3, 2, 3, 2))),   # one output pixel
+    (RNG.standard_normal((1, 1, 4, 4)), RNG.standard_normal((1, 1, 3, 2))),   # the issue's shapes
+    (RNG.standard_normal((0, 2, 4, 5)), RNG.standard_normal((2, 2, 3, 2))),   # empty batch
+]
+
+
+@pytest.fixture(scope="module")
+def conv_gradient():
+    """The default mode's function, and its rewritten graph. The rewrites do not depend on the
+    linker, so the other linkers run that same graph (rewriting it again per linker would
+    repeat the slowest part of the test four times)."""
+    inputs, g = _conv_gradient_graph()
+    f = function(inputs, g)
+    return f, f.maker.fgraph
+
+
+@pytest.mark.parametrize("linker", ["py", "c|py", "c", "cvm", "default"])
+def test_einsum_convolution_gradient_matches_numpy(conv_gradient, linker):
+    f, fgraph = conv_gradient
+    if linker != "default":
+        f = function(fgraph.inputs, fgraph.outputs[0], mode=Mode(linker=linker, optimizer=None))
+    for x, w in CONV_CASES:
+        np.testing.assert_allclose(f(x, w), _conv_gradient_np(x, w), rtol=1e-12, atol=1e-13)
+
+
+def test_einsum_convolution_composites_stay_short(conv_gradient):
+    """Each fused node's text (what error messages name it by) is a bounded label."""
+    _, fgraph = conv_gradient
+    fused = [n for n in fgraph.toposort() if isinstance(n.op, FusedElemwise)]
+    assert fused
+    assert max(len(str(n.op)) for n in fused) <= 260, max((str(n.op) for n in fused), key=len)
+
+
+# ------------------------------------------------------------------ the sigmoid program
+
+
+@pytest.mark.parametrize("mode", [None, Mode(linker="py"), Mode(linker="c")], ids=["default", "py", "c"])
+def test_sigmoid_value_and_gradient_match_numpy(mode):
+    """``s * (1 - s)`` and the gradient of ``sum(s)``, which is the same expression: fusion made
+    a group of each that read the other's sigmoid."""
+    x = T.dvector("x")
+    s = T.sigmoid(x)
+    f = function([x], [T.sum(s * (1 - s)), T.grad(T.sum(s), x)], mode=mode)
+    for v in [np.array([0.1, 0.2, 0.3]), np.array([-745.0, -40.0, -3.5, -0.0, 0.0, 2.5, 40.0, 745.0]),
+              RNG.standard_normal(37) * 10, np.zeros(0)]:
+        e = np.exp(-np.abs(v))
+        expected = e / (1 + e) ** 2     # s * (1 - s) without the rounding of 1 - s near s = 1
+        total, grad = f(v)
+        np.testing.assert_allclose(total, np.sum(expected), rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(grad, expected, rtol=1e-12, atol=1e-300)
+
+
+# ------------------------------------------------------------------ sizes linear in the graph
+
+
+def _shared_chain(n):
+    """``a <- sin(a) * y + a`` n times: each level reads the one before it twice, so the
+    expression tree has 2**n leaves while the graph has 3n nodes."""
+    x, y = T.dvector("x"), T.dvector("y")
+    a = x
+    for _ in range(n):
+        a = T.sin(a) * y + a
+    return [x, y], a
+
+
+def _shared_chain_np(x, y, n):
+    a = x
+    for _ in range(n):
+        a = np.sin(a) * y + a
+    return a
+
+
+def _fused_node(n):
+    inputs, out = _shared_chain(n)
+    f = function(inputs, out, mode=Mode(linker="py"))
+    (node,) = [m for m in f.maker.fgraph.toposort() if isinstance(m.op, FusedElemwise)]
+    return f, node
+
+
+def _sizes(node):
+    """(text, listing, C) sizes of the fused node: its str, its debugprint lines, its C."""
+    op = node.op
+    sub = dict(fail="goto fail;", err="err", allocator="alloc")
+    ins = ["in%d" % k for k in range(len(node.inputs))]
+    outs = ["out%d" % k for k in range(len(node.outputs))]
+    c_text = op.c_code(node, "node0", ins, outs, sub) + op.c_support_code_apply(node, "node0")
+    return len(str(op)), sum(map(len, op.inner_debugprint_lines())), len(c_text)
+
+
+def test_composite_sizes_are_linear_in_the_graph():
+    n = 6
+    f, node = _fused_node(n)
+    x, y = RNG.standard_normal(5), RNG.standard_normal(5)
+    np.testing.assert_allclose(f(x, y), _shared_chain_np(x, y, n), rtol=1e-12)
+    assert len(node.op.composite.steps) == 3 * n    # one step per node: nothing copied
+    text_6, listing_6, c_6 = _sizes(node)
+    assert text_6 <= 200, str(node.op)
+    text_12, listing_12, c_12 = _sizes(_fused_node(2 * n)[1])
+    text_18, listing_18, c_18 = _sizes(_fused_node(3 * n)[1])
+    assert text_12 <= 200 and text_18 <= 200
+    # listing and C grow by the same amount for each n more levels (linear), not by doubling
+    assert abs((listing_18 - listing_12) - (listing_12 - listing_6)) <= 0.1 * (listing_12 - listing_6)
+    assert abs((c_18 - c_12) - (c_12 - c_6)) <= 0.1 * (c_12 - c_6), (c_6, c_12, c_18)
+    assert c_12 <= 2 * c_6
+
+
+def test_partial_outputs_share_a_loop_and_compute_on_an_empty_loop():
+    """Outputs reading fewer inputs than the loop still get their values when another input
+    makes the loop empty; those reading the same inputs share one extra loop (C linear)."""
+    x, y = T.dmatrix("x"), T.dmatrix("y")
+    parts = [T.sin(x), T.cos(x), T.exp(x)]
+    f = function([x, y], [(parts[0] + parts[1] + parts[2]) * y] + parts, mode=Mode(linker="c"))
+    (node,) = [m for m in f.maker.fgraph.toposort() if isinstance(m.op, FusedElemwise)]
+    assert len(node.outputs) == 4
+    assert f.c_source().count("ffg_size(2, shape) == 0 &&") == 1
+    xv = RNG.standard_normal((1, 3))
+    for yv in [np.zeros((0, 3)), RNG.standard_normal((2, 3))]:   # an empty loop, and a full one
+        got = f(xv, yv)
+        expected = [np.sin(xv), np.cos(xv), np.exp(xv)]
+        np.testing.assert_allclose(got[0], sum(expected) * yv, rtol=1e-12)
+        for value, want in zip(got[1:], expected):
+            np.testing.assert_allclose(value, want, rtol=1e-12)
