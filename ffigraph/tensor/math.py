@@ -519,7 +519,9 @@ class Dot(DelegatedCOp, Op):
             raise ValueError("dot: shapes %s (%s) and %s (%s) are not aligned"
                              % (x.shape, node.inputs[0], y.shape, node.inputs[1]))
         out_dtype = node.outputs[0].type.numpy_dtype
-        output_storage[0][0] = np.asarray(np.dot(x, y), dtype=out_dtype)
+        # matmul, not np.dot (the same product for 1-d and 2-d operands): np.dot turns a 1-element
+        # operand into a BLAS scale, which writes zeros for 0 * inf where IEEE and the C linkers give NaN
+        output_storage[0][0] = np.asarray(np.matmul(x, y), dtype=out_dtype)
 
     def infer_shape(self, fgraph, node, input_shapes):
         sx, sy = input_shapes

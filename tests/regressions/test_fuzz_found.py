@@ -67,3 +67,25 @@ def test_a_min_minus_its_operand_beside_a_broadcast_difference(linker):
     for g, e, dtype in zip(got, want, ["float32", "float32", "float64", "float64", "float32"]):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, e, rtol=2e-6 if dtype == "float32" else 1e-12, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")
+def test_dot_of_a_zero_and_an_infinity_is_nan_under_every_linker():
+    """Seed 20261203, program 3733 (found on PyPy, the same on CPython): einsum('i,j->ij') of
+    max(u) = -0.0 and a vector holding -inf, which the rewrites turn into a Dot of a (1, 1) and a
+    (1, 2) matrix. 0 * inf is NaN (IEEE, numpy's matmul and einsum, the C linkers); the py
+    linker's Dot.perform called np.dot, whose 1-element operand becomes a BLAS scale by 0 that
+    writes zeros (641989e: [[0, 0]] under py, [[nan, 0]] under c)."""
+    x, y = T.dmatrix("x"), T.dmatrix("y")
+    v, m = T.dvector("v"), T.dmatrix("m")
+    outs = [T.dot(x, y), T.dot(v, m), T.einsum("i,j->ij", T.max(x, axis=0), y[0])]
+    xv = np.array([[-0.0]])
+    yv = np.array([[-np.inf, 0.58]])
+    vv = np.array([0.0, 2.0])
+    mv = np.array([[np.inf, 1.0], [1.0, np.nan]])
+    with np.errstate(invalid="ignore"):
+        want = [np.array([[np.nan, 0.0]]), np.array([np.nan, np.nan]), np.array([[np.nan, -0.0]])]
+    for linker in ("py", "cvm"):
+        f = ffigraph.function([x, y, v, m], outs, mode=Mode(linker=linker), on_unused_input="ignore")
+        for got, e in zip(f(xv, yv, vv, mv), want):
+            np.testing.assert_array_equal(got, e)   # NaN where NaN, values exact
