@@ -11,12 +11,13 @@ The pipeline, in order:
 """
 from __future__ import annotations
 
+import functools
 import os
 from time import perf_counter as _perf_counter
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
                     Sequence, Set, Tuple, TypeVar, Union)
 
-from ffigraph.compile.calllock import OwnedLock, acquire_all, get_ident, release_all, update_lock_of, wait_turn
+from ffigraph.compile.calllock import OwnedLock, give_back, held_lines, holding, reentered, take, update_lock_of
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import Mode, get_mode
 from ffigraph.tensor.generic_ops import deep_copy_op
@@ -528,6 +529,9 @@ class Function:
         locks = {id(lock): lock for lock in (update_lock_of(shared[t].container) for t in update_targets)}
         self._update_locks = sorted(locks.values(), key=lambda lock: lock.serial)
         self._arity_call = getattr(linker, "arity_call", None)
+        renew = getattr(linker, "renew_after_fork", None)
+        if renew is not None:   # a child forked while a thread was inside this function gets new states
+            self._lock.on_fork.append(renew)
         self._install_entry()
 
     @property
@@ -547,6 +551,9 @@ class Function:
         (a ``__call__(self, *args, **kwargs)`` that unpacks and forwards costs about 90 ns a call
         on CPython). A subclass with its own ``__call__`` (ProfiledFunction) keeps it."""
         entry = self._entry = self._make_entry()
+        if entry is not None:   # (how the locks recognise a call of this function that is inside)
+            for owned in [self._lock] + list(self._update_locks):
+                owned.entries.add(entry.__code__)
         cls = type(self)
         base = cls.__bases__[0] if cls.__dict__.get("_own_entry_class") else cls
         if entry is None or base.__call__ is not Function.__call__:
@@ -570,21 +577,18 @@ class Function:
         if self._arity_call is None or self._state_outs or self._implicit:
             return None   # (kept input state and implicit inputs take the generic path)
         n_in, n_out = self._n_inputs, self._n_outputs
-        namespace = dict(acquire=self._lock.lock.acquire, release=self._lock.lock.release, owned=self._lock,
-                         wait_turn=wait_turn, get_ident=get_ident, check=self._filter_one,
-                         update_locks=self._update_locks, acquire_all=acquire_all, release_all=release_all,
+        namespace = dict(owned=self._lock, reentered=reentered, check=self._filter_one,
                          NOT_GIVEN=_NOT_GIVEN, generic=Function._call_generic)
         # positional-only parameters, so that keywords (inputs by name) all land in ``kw``
         params = ["_self"] + ["v%d=NOT_GIVEN" % i for i in range(n_in)] + ["/", "*more", "**kw"]
         given = "(%s)" % "".join("v%d, " % i for i in range(n_in))
         enter = ["if kw or more%s:" % (" or v%d is NOT_GIVEN" % (n_in - 1) if n_in else ""),
                  "    return generic(_self, tuple([v for v in %s if v is not NOT_GIVEN]) + more, kw)" % given]
-        enter += ["if not acquire(False):", "    wait_turn(owned)", "owned.owner = get_ident()"]
-        leave = ["owned.owner = None", "release()"]
-        if self._update_locks:   # taken after the function's own, given back before it
-            enter += ["try:", "    acquire_all(update_locks)", "except BaseException:"] \
-                + ["    " + line for line in leave] + ["    raise"]
-            leave = ["release_all(update_locks)"] + leave
+        # the function's lock, then its updated variables' locks in their global order, held so that
+        # no interrupt at any step leaves one taken (see ffigraph.compile.calllock)
+        namespace.update(update_locks=self._update_locks, all_locks=[self._lock] + self._update_locks,
+                         owned_only=[self._lock], take=take, give_back=give_back)
+        layers = [functools.partial(held_lines, updates=bool(self._update_locks))]
         checks, input_checks = [], {}
         if not self._trust_input:   # (an input passed and checked last call, unchanged since, skips them)
             for i, spec in enumerate(self._specs):
@@ -606,8 +610,8 @@ class Function:
             namespace["update%d" % k] = cell
             after.append("update{k}[0] = out{j}".format(k=k, j=n_out + k))
         result = "out0" if self._single else "[%s]" % ", ".join("out%d" % k for k in range(n_out))
-        guard = dict(params=params, enter=enter, checks=checks, input_checks=input_checks,
-                     after=after, result=result, exit=leave, namespace=namespace)
+        guard = dict(params=params, enter=enter, layers=layers, checks=checks, input_checks=input_checks,
+                     after=after, result=result, namespace=namespace)
         return self._arity_call(guard, trust_same=self._trust_input)
 
     # ---- kept input values (In(value=..., update=...)) and copies
@@ -767,27 +771,15 @@ class Function:
 
     def _call_generic(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         """A call with any arguments, through the input specs (keywords, defaults, filters)."""
-        # Calls of one function take turns (see ffigraph.compile.calllock); the fast path of the
-        # lock is inlined, since it is paid on every call.
-        owned = self._lock
-        if not owned.lock.acquire(False):
-            wait_turn(owned)
-        owned.owner = get_ident()
-        try:
-            direct = self._direct
-            if direct is not None and self._trusted_plain and not kwargs and len(args) == self._n_inputs:
+        # Calls of one function take turns, and hold its updated variables' locks (see
+        # ffigraph.compile.calllock: held so that no interrupt leaves one taken).
+        direct = self._direct
+        if direct is not None and self._trusted_plain and not kwargs and len(args) == self._n_inputs:
+            def call() -> Any:
                 outs = direct(args)  # the hot path: no filtering, no shared state, no updates
                 return outs[0] if self._single else outs
-            if not self._update_locks:
-                return self._call(args, kwargs)
-            acquire_all(self._update_locks)
-            try:
-                return self._call(args, kwargs)
-            finally:
-                release_all(self._update_locks)
-        finally:
-            owned.owner = None
-            owned.lock.release()
+            return holding([self._lock], call)
+        return holding([self._lock] + self._update_locks, self._call, args, kwargs)
 
     def _call(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         """One call, with this function's lock (and its updated variables' locks) held."""

@@ -24,6 +24,13 @@ includes neither Python's nor numpy's headers). ``CHANGED`` (-2) means one was c
 (``a.shape = ...``, ``a.dtype = ...``, ``a.resize(..., refcheck=False)``): nothing ran, and the
 caller describes its inputs afresh. (A thread that reshapes an array while another passes it to a
 function races as it would with any other reader of that array.)
+
+The same reading proves, before every run, that an output's spare array (the result of last call,
+offered again because nobody holds it any more) is still exactly the block it was: the data
+pointer offered, the shape offered, C-contiguous strides, its dtype, owning and writeable. A caller
+that reshaped it, changed its dtype or strides or resized its block before dropping it made it
+something else: that offer is withdrawn (the library allocates the output) and the caller drops
+the spare.
 """
 from __future__ import annotations
 
@@ -50,7 +57,7 @@ SOURCE = r"""/* ffigraph call trampoline: P_run's six arguments read from one st
 /* Where the fields of numpy's array object lie (byte offsets found by the host from a known array:
    this file includes neither Python's nor numpy's headers). */
 typedef struct FfgArrayLayout {
-    int32_t data, nd, dimensions, strides, descr;
+    int32_t data, nd, dimensions, strides, descr, flags;
 } FfgArrayLayout;
 
 /* An input slot's array object, watched: the slot describes it as it was when described. */
@@ -58,6 +65,16 @@ typedef struct FfgWatch {
     const char *object;         /* the array object; NULL: not watched */
     const void *descr;          /* its dtype object then */
 } FfgWatch;
+
+/* An output's spare array, offered again: it must still be the block the offer names. */
+typedef struct FfgSpare {
+    const char *object;         /* the array object; NULL: the offer is a fresh array (or none) */
+    const void *descr;          /* its dtype object when it was made */
+    int64_t itemsize;           /* bytes per element of that dtype */
+} FfgSpare;
+
+#define FFG_NPY_OWNDATA 0x0004
+#define FFG_NPY_WRITEABLE 0x0400
 
 typedef struct FfgRunArgs {
     ffg_run_fn *run;            /* the library's P_run */
@@ -70,6 +87,7 @@ typedef struct FfgRunArgs {
     const int32_t *offer_ndim;  /* per output: rank of the host array offered to it, -1 for none */
     const int64_t *offer_shape; /* per output: FFG_MAX_NDIM extents, the first offer_ndim[k] used */
     const FfgWatch *watch;      /* per input */
+    const FfgSpare *spare;      /* per output */
     FfgArrayLayout layout;
 } FfgRunArgs;
 
@@ -93,9 +111,37 @@ static int ffg_unchanged(const FfgArrayLayout *at, const FfgWatch *w, const FfgT
     return 1;
 }
 
+/* Whether output k's spare array is still, in every respect the library relies on, the block its
+   slot offers: that data pointer, the offered rank and extents, C-contiguous strides, the dtype it was
+   made with, and its own writeable memory (a resize frees the old block: the pointer differs then). */
+static int ffg_spare_intact(const FfgRunArgs *args, int32_t k)
+{
+    const FfgArrayLayout *at = &args->layout;
+    const FfgSpare *spare = &args->spare[k];
+    const char *obj = spare->object;
+    const int64_t *want = args->offer_shape + (int64_t)k * FFG_MAX_NDIM;
+    const intptr_t *dims, *strides;
+    int32_t nd = args->offer_ndim[k], d;
+    int64_t step = spare->itemsize;
+    int flags = *(const int *)(obj + at->flags);
+    if (*(char *const *)(obj + at->data) != (const char *)args->outputs[k].host_buffer
+            || *(const int *)(obj + at->nd) != nd || *(const void *const *)(obj + at->descr) != spare->descr
+            || (flags & (FFG_NPY_OWNDATA | FFG_NPY_WRITEABLE)) != (FFG_NPY_OWNDATA | FFG_NPY_WRITEABLE))
+        return 0;
+    dims = *(const intptr_t *const *)(obj + at->dimensions);
+    strides = *(const intptr_t *const *)(obj + at->strides);
+    for (d = nd - 1; d >= 0; d--) {
+        if (dims[d] != want[d] || (dims[d] > 1 && strides[d] != step))
+            return 0;
+        step *= want[d];
+    }
+    return 1;
+}
+
 /* P_run's code when it fails (> 0); -2 without running when a watched input array changed in place
    since its slot was written; otherwise 0 when every output was written into the host array offered
-   to it with that array's shape, or -1 when the caller must read some output's slot. */
+   to it with that array's shape, or -1 when the caller must read some output's slot (an offer of a
+   spare array that is no longer intact is withdrawn first: that output's slot is read). */
 __attribute__((visibility("default")))
 int32_t ffg_run_packed(const FfgRunArgs *args)
 {
@@ -103,6 +149,11 @@ int32_t ffg_run_packed(const FfgRunArgs *args)
     for (k = 0; k < args->n_inputs; k++)
         if (args->watch[k].object != NULL && !ffg_unchanged(&args->layout, &args->watch[k], &args->inputs[k]))
             return -2;
+    for (k = 0; k < args->n_outputs; k++)
+        if (args->spare[k].object != NULL && args->outputs[k].host_buffer != NULL && !ffg_spare_intact(args, k)) {
+            args->outputs[k].host_buffer = NULL;
+            args->outputs[k].host_capacity = 0;
+        }
     code = args->run(args->state, args->inputs, args->n_inputs, args->outputs, args->n_outputs, args->err);
     if (code != FFG_OK)
         return code;
@@ -120,11 +171,12 @@ int32_t ffg_run_packed(const FfgRunArgs *args)
 """
 
 _CDEF = """
-typedef struct FfgArrayLayout { int32_t data, nd, dimensions, strides, descr; } FfgArrayLayout;
+typedef struct FfgArrayLayout { int32_t data, nd, dimensions, strides, descr, flags; } FfgArrayLayout;
 typedef struct FfgWatch { void *object; void *descr; } FfgWatch;
+typedef struct FfgSpare { void *object; void *descr; int64_t itemsize; } FfgSpare;
 typedef struct FfgRunArgs {
     void *run; void *state; void *inputs; void *outputs; void *err; int32_t n_inputs; int32_t n_outputs;
-    int32_t *offer_ndim; int64_t *offer_shape; FfgWatch *watch; FfgArrayLayout layout;
+    int32_t *offer_ndim; int64_t *offer_shape; FfgWatch *watch; FfgSpare *spare; FfgArrayLayout layout;
 } FfgRunArgs;
 int32_t ffg_run_packed(const FfgRunArgs *args);
 """
@@ -197,7 +249,7 @@ def _array_layout():
             if word(address, data) != arr.__array_interface__["data"][0] or word(address, data + 8, "int") != arr.ndim:
                 return False
             dims, strides = word(address, data + 16), word(address, data + 24)
-            return (word(address, data + 40) == id(arr.dtype)
+            return (word(address, data + 40) == id(arr.dtype) and word(address, data + 48, "int") == arr.flags.num
                     and all(word(dims, 8 * d) == n for d, n in enumerate(arr.shape))
                     and all(word(strides, 8 * d) == n for d, n in enumerate(arr.strides)))
         except Exception:   # noqa: BLE001 - any surprise means: do not read array objects from C
@@ -205,10 +257,13 @@ def _array_layout():
 
     if _shim_ffi.sizeof("intptr_t") != 8 or _shim_ffi.sizeof("int") != 4:
         return None
-    probes = [np.empty((3, 5), np.float64)[::-1, ::2], np.zeros(7, np.int32)]
+    readonly = np.zeros(7, np.int32)
+    readonly.flags.writeable = False
+    probes = [np.empty((3, 5), np.float64)[::-1, ::2], np.zeros(7, np.int32), readonly]
     for data in range(16, 64, 8):   # the header is 16 bytes in a release build, more in others
         if all(matches(arr, data) for arr in probes):
-            return dict(data=data, nd=data + 8, dimensions=data + 16, strides=data + 24, descr=data + 40)
+            return dict(data=data, nd=data + 8, dimensions=data + 16, strides=data + 24, descr=data + 40,
+                        flags=data + 48)
     return None
 
 
@@ -217,15 +272,32 @@ class PackedRun:
     of the host array offered to output ``k`` from now on (None: no array is offered);
     ``watch(i, arr)`` makes the trampoline check before each run that input ``i``'s array object
     still is as its slot describes it (None: stop). ``watching`` says whether it can (numpy's
-    layout was read): then the caller may skip re-reading an input that is the same object."""
+    layout was read): then the caller may skip re-reading an input that is the same object, and
+    may offer an output its spare array again, named by ``spare(k, arr)``, which the trampoline
+    checks is still intact before the run."""
 
-    __slots__ = ("call", "args", "watching", "_keep", "_ndim", "_shape", "_watch")
+    __slots__ = ("call", "args", "watching", "_keep", "_ndim", "_shape", "_watch", "_spare")
     LOOK = LOOK
     CHANGED = CHANGED
 
-    def __init__(self, call, args, keep, ndim, shape, watch, watching):
+    def __init__(self, call, args, keep, ndim, shape, watch, spare, watching):
         self.call, self.args, self._keep, self._ndim, self._shape = call, args, keep, ndim, shape
-        self._watch, self.watching = watch, watching
+        self._watch, self._spare, self.watching = watch, spare, watching
+
+    def renew(self, run, state):
+        """Run ``state`` (with ``run``, its library's P_run) from now on."""
+        self.args.run, self.args.state = _address(run), _address(state)
+
+    def spare(self, k, arr):
+        """Output ``k`` may be offered ``arr`` (a C-contiguous array made for it, which its caller
+        holds for as long as it is named here), checked intact before each run; None: no spare."""
+        s = self._spare[k]
+        if arr is None or not self.watching:
+            s.object = _NULL
+            return
+        s.descr = _shim_ffi.cast("void *", id(arr.dtype))
+        s.itemsize = arr.itemsize
+        s.object = _shim_ffi.cast("void *", id(arr))
 
     def watch(self, i, arr):
         """Watch input ``i``'s array ``arr`` (its caller holds a reference for as long as it is
@@ -261,12 +333,14 @@ def packed_run(run, state, inputs, n_inputs, outputs, n_outputs, err):
     ndim = _shim_ffi.new("int32_t[]", [-1] * max(n_outputs, 1))
     shape = _shim_ffi.new("int64_t[]", max(n_outputs, 1) * MAX_NDIM)
     watch = _shim_ffi.new("FfgWatch[]", max(n_inputs, 1))   # zeroed: nothing watched
-    args.offer_ndim, args.offer_shape, args.watch = ndim, shape, watch
+    spare = _shim_ffi.new("FfgSpare[]", max(n_outputs, 1))   # zeroed: no spare offered
+    args.offer_ndim, args.offer_shape, args.watch, args.spare = ndim, shape, watch, spare
     layout = _layout()
     if layout is not None:
         for field, offset in layout.items():
             setattr(args.layout, field, offset)
-    return PackedRun(lib.ffg_run_packed, args, (ndim, shape, watch), ndim, shape, watch, layout is not None)
+    return PackedRun(lib.ffg_run_packed, args, (ndim, shape, watch, spare), ndim, shape, watch, spare,
+                     layout is not None)
 
 
 def _layout():

@@ -124,36 +124,53 @@ class CompiledGraph:
             self._source = graph_source
         return self._source
 
+    def renew_after_fork(self):
+        """In a child made by fork() while a call of this graph may have been running in another
+        thread (which the child does not have): a new state, and a call block that describes
+        nothing. The old state's frame is as that call left it (its busy mark set, blocks half
+        handed over), so it is let go without its destructor rather than destroyed."""
+        old = self.state
+        state, err = self.library.new_state()
+        if state == ffi.NULL:
+            raise RuntimeError("creating a new state of %s in a forked child failed: %s"
+                               % (self.library.path, ffi.string(err.message).decode()))
+        ffi.gc(old, None)   # (the library stays loaded: the handle holds it for the old state too)
+        self.state = state
+        self.block.renew_state(self.library.run, state)
+
     def _make_call(self):
         """The call: values in, output values out (or an exception from the error record)."""
         block = self.block
         set_input, offer, get_output = block.set_input, block.offer_outputs, block.get_output
         set_device_input = block.set_device_input
-        run, state = self.library.run, self.state
+        run = self.library.run
         tensors, n_in, outputs, n_out, err = block.inputs, block.n_inputs, block.outputs, block.n_outputs, block.err
         to_c, from_c = self.to_c, self.from_c
         plain = all(c is None for c in to_c) and all(c is None for c in from_c)
         out_range = range(n_out)
 
         def call(values):
-            i = 0
-            for value in values:
-                conv = to_c[i]
-                if conv is not None:
-                    value = conv(value)
-                    if value.__class__ is DeviceView:
-                        set_device_input(i, value)
-                        i += 1
-                        continue
-                set_input(i, value if value.__class__ is ndarray else as_host_array(value))
-                i += 1
-            offer()
-            if run(state, tensors, n_in, outputs, n_out, err):
-                block.release_inputs()
-                raise self._exception()
-            if plain:
-                return [get_output(k) for k in out_range]
-            return [get_output(k) if conv is None else conv(get_output(k)) for k, conv in zip(out_range, from_c)]
+            try:
+                i = 0
+                for value in values:
+                    conv = to_c[i]
+                    if conv is not None:
+                        value = conv(value)
+                        if value.__class__ is DeviceView:
+                            set_device_input(i, value)
+                            i += 1
+                            continue
+                    set_input(i, value if value.__class__ is ndarray else as_host_array(value))
+                    i += 1
+                offer()
+                if run(self.state, tensors, n_in, outputs, n_out, err):
+                    raise self._exception()
+                if plain:
+                    return [get_output(k) for k in out_range]
+                return [get_output(k) if conv is None else conv(get_output(k)) for k, conv in zip(out_range, from_c)]
+            except BaseException:   # a failure, a refused value, an interrupt at any step
+                block.forget_call()   # no slot describes a value now: the next call describes afresh
+                raise
 
         return call
 
@@ -168,8 +185,7 @@ class CompiledGraph:
             return None
 
         def fail():
-            block.release_inputs()
-            raise self._exception()
+            raise self._exception()   # (the call's handler forgets its inputs: CallBlock.arity_call)
 
         out_ndims = [getattr(v.type, "ndim", None) for v in self.outputs]
         if block.packed is None:   # one per block: every entry made for it shares the inputs it watches
@@ -318,6 +334,11 @@ class CLinker(Linker):
     def describe_nodes(self):
         return [(node, "C (whole-graph library)") for node in lazy.execution_order(self.fgraph)]
 
+    def renew_after_fork(self):
+        """See ``CompiledGraph.renew_after_fork`` (a forked child of a process that was inside a call)."""
+        if getattr(self, "compiled", None) is not None:
+            self.compiled.renew_after_fork()
+
     def source(self):
         """The generated C source of the graph this linker built."""
         return self.compiled.source.source
@@ -413,6 +434,11 @@ class OpWiseCLinker(Linker):
     def describe_nodes(self):
         return [(node, self.how.get(node, "?")) for node in lazy.execution_order(self.fgraph)]
 
+    def renew_after_fork(self):
+        """See ``CompiledGraph.renew_after_fork``: every node's library state."""
+        for compiled in self.compiled_nodes.values():
+            compiled.renew_after_fork()
+
     def source(self):
         """The generated C of every node that runs in C, each its own translation unit, in order;
         nodes that run in Python are named in a comment."""
@@ -460,6 +486,10 @@ class CVMLinker(Linker):
 
     def describe_nodes(self):
         return self.chosen.describe_nodes()
+
+    def renew_after_fork(self):
+        if self.chosen is not None:
+            self.chosen.renew_after_fork()
 
     def source(self):
         """The generated C of the linker it chose (see CLinker.source, OpWiseCLinker.source)."""

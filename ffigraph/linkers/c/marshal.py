@@ -36,6 +36,20 @@ _FREE_REFS = 4
 _DTYPE_CODES = {}
 
 
+class _NotDescribed:
+    """What an input slot's "array passed last call" holds while the slot describes no value (before
+    the first call, after a failed one): never the same object as a value a caller passes, ``None``
+    included, so such a value is always checked and described."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<no value described>"
+
+
+NOT_DESCRIBED = _NotDescribed()
+
+
 class OutputBatches:
     """Where the arrays offered for small outputs come from on PyPy.
 
@@ -94,7 +108,15 @@ def as_host_array(value):
         return value
     if hasattr(value, "__dlpack__") and hasattr(np, "from_dlpack"):
         return np.from_dlpack(value)
-    return np.asarray(value)
+    arr = np.asarray(value)
+    if arr.dtype.hasobject:   # (None, or a list of arrays of different lengths, say)
+        raise TypeError("expected an array of numbers, got %s" % _what(value))
+    return arr
+
+
+def _what(value):
+    text = repr(value)
+    return "%s (%s)" % (text if len(text) <= 60 else text[:57] + "...", type(value).__name__)
 
 
 def _data_pointer(arr):
@@ -187,8 +209,10 @@ class CallBlock:
         # cdata views of each slot, made once (indexing a cdata array allocates)
         self.out_slots = [self.outputs[k] for k in range(n_outputs)]
         self.out_tensors = [o.tensor for o in self.out_slots]
-        self.keep = [None] * n_inputs   # the arrays the input slots point at
-        self.exact = [None] * n_inputs  # the same where the slot points at that very array (no copy)
+        # the arrays the input slots point at, and the same where the slot points at that very array
+        # (no copy); NOT_DESCRIBED where a slot describes nothing a caller may pass again
+        self.keep = [NOT_DESCRIBED] * n_inputs
+        self.exact = [NOT_DESCRIBED] * n_inputs
         # the call trampoline's PackedRun (set once, by whoever makes the arity call): told each output's
         # offered shape and, while ``exact[i]`` holds it, each input's array object to watch
         self.packed = None
@@ -196,6 +220,7 @@ class CallBlock:
         # the same, apart (arity_call compares them one by one, stopping at the first difference)
         self.dshape, self.dstrides, self.ddtype = [None] * n_inputs, [None] * n_inputs, [None] * n_inputs
         self.device_release = None   # how an owned CUDA output is freed (None: cudaFree)
+        self._entry_namespaces = []   # the globals of each call written by arity_call
         self.data_refs = [None] * n_inputs
         for i in range(n_inputs):
             t = self.inputs[i]
@@ -228,9 +253,9 @@ class CallBlock:
             tshape[d] = shape[d]
             tstrides[d] = src.strides[d] // itemsize
         self.keep[i] = arr
-        self.exact[i] = arr if src is arr else None
+        self.exact[i] = arr if src is arr else NOT_DESCRIBED
         if self.packed is not None:
-            self.packed.watch(i, self.exact[i])
+            self.packed.watch(i, arr if src is arr else None)
         self.data_refs[i] = (src, ref)
         self.described[i] = (shape, strides, dtype) if src is arr else None
         if src is arr:
@@ -244,6 +269,7 @@ class CallBlock:
         ndim = len(shape)
         if ndim > MAX_NDIM:
             raise ValueError("arrays of more than %d dimensions cannot cross the ABI" % MAX_NDIM)
+        self._forget_input(i)
         t = self.inputs[i]
         t.data = ffi.cast("void *", view.address)
         t.device.device_type = DEVICE_CUDA
@@ -257,12 +283,7 @@ class CallBlock:
             tshape[d] = shape[d]
             tstrides[d] = s
         self.keep[i] = view.owner
-        self.exact[i] = None
-        if self.packed is not None:
-            self.packed.watch(i, None)
         self.data_refs[i] = (view, None)
-        self.described[i] = None
-        self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
 
     def offer_outputs(self):
         """Offer each output a fresh numpy array shaped like its previous result."""
@@ -362,19 +383,23 @@ class CallBlock:
 
         ``guard`` lets the caller put its own steps around the call in the same Python frame (a
         frame costs more than the steps), as source lines: ``params`` (the call's parameters, by
-        default ``v0`` ... one per slot), ``enter`` (before), ``checks`` (in a ``try``, before the
+        default ``v0`` ... one per slot), ``enter`` (before), ``layers`` (outermost first, each a
+        callable that wraps the lines of the call, which set ``result_``, in lines that hold a lock
+        around them: ``ffigraph.compile.calllock.held_lines``), ``checks`` (in a ``try``, before the
         inputs are described; they set every ``v<i>`` that is not a parameter), ``input_checks``
         (``{i: lines}``, run for input ``i`` only when it is not the array described last call:
         one that is passed them then and is unchanged since; they may replace ``v<i>``), ``after`` (once
         ``out0``... are read), ``result`` (the expression returned), ``exit`` (in the ``finally``),
         and the ``namespace`` those lines use."""
         n_in, n_out = self.n_inputs, self.n_outputs
-        guard = dict(dict(params=["v%d" % i for i in range(n_in)], enter=[], checks=[], input_checks={},
+        guard = dict(dict(params=["v%d" % i for i in range(n_in)], enter=[], layers=[], checks=[], input_checks={},
                           after=[], exit=[], result="[%s]" % ", ".join("out%d" % k for k in range(n_out)),
                           namespace={}),
                      **(guard or {}))
         packed = self.packed
         by_identity = trust_same or (packed is not None and packed.watching)
+        # a dropped result is offered again only where the trampoline can check it is still intact
+        reuse = _HAS_REFCOUNT and packed is not None and packed.watching
         lines = []
         for i in range(n_in):
             # not the very array described last call, unchanged since: check it (the caller's lines,
@@ -401,19 +426,28 @@ class CallBlock:
                       "        slot{k}.host_capacity = 0".format(k=k),
                       "        buf{k} = offered[{k}] = in_slot[{k}] = None".format(k=k),
                       "    else:"]
-            if _HAS_REFCOUNT:
-                # the spare (last returned) array again when only the block holds it, else a fresh one
+            if reuse:
+                # the spare (last returned) array again when only the block holds it, else a fresh one;
+                # the trampoline withdraws the offer if the array is no longer the block it was
                 lines += ["        buf{k} = spare[{k}]".format(k=k),
                           "        if buf{k} is None or getrefcount(buf{k}) != FREE_REFS:".format(k=k),
                           "            buf{k} = empty(shape{k}, dtype{k})".format(k=k),
-                          "            spare[{k}] = buf{k}".format(k=k),
-                          "            spare_ptr[{k}] = from_buffer(buf{k})".format(k=k),
+                          "            set_spare({k}, buf{k})".format(k=k),
                           "        ptr{k} = spare_ptr[{k}]".format(k=k),
                           "        if in_slot[{k}] is not ptr{k}:   # the slot still points at a reused spare"
                           .format(k=k),
                           "            slot{k}.host_buffer = ptr{k}".format(k=k),
                           "            slot{k}.host_capacity = buf{k}.nbytes".format(k=k),
                           "            in_slot[{k}] = ptr{k}".format(k=k)]
+                if packed is None:
+                    lines += ["        offered[{k}] = buf{k}".format(k=k)]
+            elif _HAS_REFCOUNT:
+                # nothing can prove a returned array unchanged (no trampoline): a fresh one each call
+                lines += ["        buf{k} = empty(shape{k}, dtype{k})".format(k=k),
+                          "        ptr{k} = from_buffer(buf{k})".format(k=k),
+                          "        slot{k}.host_buffer = ptr{k}".format(k=k),
+                          "        slot{k}.host_capacity = buf{k}.nbytes".format(k=k),
+                          "        in_slot[{k}] = ptr{k}".format(k=k)]
                 if packed is None:
                     lines += ["        offered[{k}] = buf{k}".format(k=k)]
             else:
@@ -442,7 +476,9 @@ class CallBlock:
                          "else:"]
                 if packed is not None:   # (offered[k] is written only here, where it is read)
                     read += ["    offered[{k}] = buf{k}".format(k=k)]
-                read += ["    spare[{k}] = spare_ptr[{k}] = None".format(k=k),
+                if reuse:
+                    read += ["    set_spare({k}, None)".format(k=k)]
+                read += ["    in_slot[{k}] = None".format(k=k),
                          "    out{k} = get_output({k})".format(k=k)]
             else:
                 read.append("out{k} = get_output({k})".format(k=k))
@@ -462,15 +498,22 @@ class CallBlock:
             lines += ["    if run(state, tensors, %d, outputs, %d, err):" % (n_in, n_out), "        fail()"]
             lines += ["    " + line for line in read]
         lines = [line[4:] for line in lines]   # written one level in: the body of call()
-        lines = guard["checks"] + lines + guard["after"] + ["return " + guard["result"]]
+        lines = guard["checks"] + lines + guard["after"] + ["result_ = " + guard["result"]]
+        # a call that raises (a failure, a refused input, an interrupt at any step) leaves no slot
+        # describing a value and no output array to be offered again
+        lines = ["try:"] + _indented(lines) + ["except BaseException:", "    forget_call()", "    raise"]
+        for hold in reversed(guard["layers"]):
+            lines = hold(lines)
+        lines.append("return result_")
         if guard["exit"]:
-            lines = ["try:"] + ["    " + line for line in lines] + ["finally:"] + ["    " + line for line in guard["exit"]]
-        lines = ["def call(%s):" % ", ".join(guard["params"])] + ["    " + line for line in guard["enter"] + lines]
+            lines = ["try:"] + _indented(lines) + ["finally:"] + _indented(guard["exit"])
+        lines = ["def call(%s):" % ", ".join(guard["params"])] + _indented(guard["enter"] + lines)
         source = "\n".join(lines) + "\n"
         namespace = dict(ndarray=np.ndarray, as_host_array=as_host_array, keep=self.keep, exact=self.exact,
                          dshape=self.dshape,
                          dstrides=self.dstrides, ddtype=self.ddtype,
-                         set_input=self.set_input, NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
+                         set_input=self.set_input, set_spare=self.set_spare, forget_call=self.forget_call,
+                         NULL=_NULL, offered=self.offered, last_shape=self.out_last_shape,
                          spare=self.spare, spare_ptr=self.spare_ptr, in_slot=self.in_slot, empty=np.empty,
                          from_buffer=ffi.from_buffer,
                          FREE_REFS=_FREE_REFS, run=run, state=state, tensors=self.inputs, outputs=self.outputs,
@@ -492,21 +535,55 @@ class CallBlock:
             namespace["slot%d" % k] = self.out_slots[k]
             namespace["t%d" % k] = self.out_tensors[k]
             namespace["dtype%d" % k] = self.out_dtypes[k]
+        self._entry_namespaces.append(namespace)   # (renew_state points them at a new state)
         exec(compiled(source, "<ffigraph call, %d in, %d out>" % (n_in, n_out)), namespace)
         call = namespace["call"]
         call.source = source   # for reading what runs (f._entry.source)
         return call
 
     def release_inputs(self):
-        """Forget every input (after a failure, or when asked not to hold references)."""
+        """Forget every input (after a failure or an interrupted call, or when asked not to hold
+        references): the next call describes each value it is given, whatever it is."""
         for i in range(self.n_inputs):
-            self.keep[i] = None
-            self.exact[i] = None
-            if self.packed is not None:
-                self.packed.watch(i, None)
-            self.data_refs[i] = None
-            self.described[i] = None
-            self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
+            self._forget_input(i)
+
+    def _forget_input(self, i):
+        if self.packed is not None:
+            self.packed.watch(i, None)   # first: the trampoline must not read an array let go
+        self.keep[i] = self.exact[i] = NOT_DESCRIBED
+        self.data_refs[i] = None
+        self.described[i] = None
+        self.dshape[i] = self.dstrides[i] = self.ddtype[i] = None
+
+    def set_spare(self, k, buf):
+        """Output ``k``'s spare array (offered again while nobody else holds it) is ``buf``, or none."""
+        if self.packed is not None:
+            self.packed.spare(k, None)   # first: the trampoline must not read an array let go
+        self.spare[k] = buf
+        self.spare_ptr[k] = None if buf is None else ffi.from_buffer(buf)
+        if buf is not None:
+            self.packed.spare(k, buf)
+
+    def release_outputs(self):
+        """Forget every spare output array and offer (a call that did not end as it should)."""
+        for k in range(self.n_outputs):
+            self.set_spare(k, None)
+            self.offered[k] = self.in_slot[k] = None
+            self.out_slots[k].host_buffer = _NULL
+            self.out_slots[k].host_capacity = 0
+
+    def renew_state(self, run, state):
+        """Calls run on ``state`` from now on (a forked child's new state), describing afresh."""
+        if self.packed is not None:
+            self.packed.renew(run, state)
+        for namespace in self._entry_namespaces:
+            namespace["state"] = state
+        self.forget_call()
+
+    def forget_call(self):
+        """After a call that raised (a failure, an interrupt): no input or output of it is reused."""
+        self.release_inputs()
+        self.release_outputs()
 
     def error(self):
         """(exception class, message, node index, input index) from the error record."""
@@ -516,6 +593,10 @@ class CallBlock:
         if name == "cuda":
             cls = _cuda_error_class(err.detail)
         return cls, message, err.node, err.input
+
+
+def _indented(lines):
+    return ["    " + line for line in lines]
 
 
 def _changed_while_passed():
