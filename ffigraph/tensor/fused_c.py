@@ -363,7 +363,9 @@ def fused_elemwise_c_code(op, node, ins, outs, sub, name=None):
         else:
             lines += _alloc(out, nd, shape, ct, sub)
     out_ctypes = [c_element_type(v.type.dtype) for v in node.outputs]
-    if name is not None and _threaded(node):
+    if nd == 0:
+        lines += _scalar_steps(loop, outs, out_ctypes)
+    elif name is not None and _threaded(node):
         lines.append("{")
         lines.append("    /* the loop, in chunks that the pool's threads share (%s_chunk above) */" % name)
         lines.append("    %s_loop L;" % name)
@@ -467,6 +469,22 @@ def _elemwise_loop(loop, outs, out_ctypes, shape, bounded=False):
     inner += ["    " + ln for ln in loop.nest(pointers, inner_loop, shape, bounded)]
     inner.append("}")
     return ["{"] + ["    " + ln for ln in inner] + ["}"]
+
+
+def _scalar_steps(loop, outs, out_ctypes):
+    """A 0-d Composite (shape arithmetic, mostly) run once on one-element buffers: no strides,
+    blocks or block-sized buffers, which the loop form spends on each input and step."""
+    comp = loop.comp
+    lines = ["const int64_t m = 1;", "int64_t j = 0;"]
+    for i, ct in enumerate(loop.in_ctypes):
+        # read before any write: an output may have taken over this input's memory
+        lines.append("const %s b%d[1] = {*(const %s *)%s.data};" % (ct, i, ct, loop.ins[i]))
+    for j, (sop, args, dt) in enumerate(comp.steps):
+        lines.append("%s t%d[1];   /* t%d = %s */" % (loop.step_ctypes[j], j, j, loop._describe(sop, args)))
+        lines += loop._step_loop(j, sop, args, dt)
+    lines += ["*(%s *)%s.data = t%d[0];" % (ct, out, j) for out, ct, j in zip(outs, out_ctypes, comp.outputs)]
+    lines.append("(void)m; (void)j;")
+    return ["{"] + ["    " + ln for ln in lines] + ["}"]
 
 
 def _contiguous_checks(x, nd):

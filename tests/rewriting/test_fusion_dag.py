@@ -104,10 +104,10 @@ def test_sigmoid_value_and_gradient_match_numpy(mode):
 # ------------------------------------------------------------------ sizes linear in the graph
 
 
-def _shared_chain(n):
+def _shared_chain(n, make):
     """``a <- sin(a) * y + a`` n times: each level reads the one before it twice, so the
     expression tree has 2**n leaves while the graph has 3n nodes."""
-    x, y = T.dvector("x"), T.dvector("y")
+    x, y = make("x"), make("y")
     a = x
     for _ in range(n):
         a = T.sin(a) * y + a
@@ -121,8 +121,8 @@ def _shared_chain_np(x, y, n):
     return a
 
 
-def _fused_node(n):
-    inputs, out = _shared_chain(n)
+def _fused_node(n, make):
+    inputs, out = _shared_chain(n, make)
     f = function(inputs, out, mode=Mode(linker="py"))
     (node,) = [m for m in f.maker.fgraph.toposort() if isinstance(m.op, FusedElemwise)]
     return f, node
@@ -138,16 +138,23 @@ def _sizes(node):
     return len(str(op)), sum(map(len, op.inner_debugprint_lines())), len(c_text)
 
 
-def test_composite_sizes_are_linear_in_the_graph():
+@pytest.mark.parametrize("make", [T.dvector, T.dscalar], ids=["1-d", "0-d"])
+def test_composite_sizes_are_linear_in_the_graph(make):
     n = 6
-    f, node = _fused_node(n)
-    x, y = RNG.standard_normal(5), RNG.standard_normal(5)
+    f, node = _fused_node(n, make)
+    shape = (5,) if make is T.dvector else ()
+    x, y = RNG.standard_normal(shape), RNG.standard_normal(shape)
     np.testing.assert_allclose(f(x, y), _shared_chain_np(x, y, n), rtol=1e-12)
     assert len(node.op.composite.steps) == 3 * n    # one step per node: nothing copied
     text_6, listing_6, c_6 = _sizes(node)
     assert text_6 <= 200, str(node.op)
-    text_12, listing_12, c_12 = _sizes(_fused_node(2 * n)[1])
-    text_18, listing_18, c_18 = _sizes(_fused_node(3 * n)[1])
+    text_12, listing_12, c_12 = _sizes(_fused_node(2 * n, make)[1])
+    f_18, node_18 = _fused_node(3 * n, make)
+    text_18, listing_18, c_18 = _sizes(node_18)
+    if make is T.dvector:   # an error names the node by its label: the message stays short
+        with pytest.raises(ValueError, match="cannot be broadcast") as failure:
+            f_18(np.ones(3), np.ones(4))
+        assert max(map(len, str(failure.value).splitlines())) < 400, str(failure.value)
     assert text_12 <= 200 and text_18 <= 200
     # listing and C grow by the same amount for each n more levels (linear), not by doubling
     assert abs((listing_18 - listing_12) - (listing_12 - listing_6)) <= 0.1 * (listing_12 - listing_6)
@@ -171,3 +178,34 @@ def test_partial_outputs_share_a_loop_and_compute_on_an_empty_loop():
         np.testing.assert_allclose(got[0], sum(expected) * yv, rtol=1e-12)
         for value, want in zip(got[1:], expected):
             np.testing.assert_allclose(value, want, rtol=1e-12)
+
+
+def test_zero_d_composites_in_c_match_numpy():
+    """0-d Composites (the shape arithmetic of most gradients) run as straight-line C; an output
+    that takes over an input's memory is written after every read of that input."""
+    x, y, f = T.dscalar("x"), T.dscalar("y"), T.fscalar("f")
+    i, k = T.lscalar("i"), T.lscalar("k")
+    v, w = T.dvector("v"), T.dvector("w")
+    d = T.dot(v, w)                   # a 0-d intermediate: the fused node may write into it
+    outs = [T.exp(x) * y + T.log(T.abs(y) + 1), i // k, i % k, T.switch(T.eq(i, -1), k // (i * k + 3), i),
+            T.sigmoid(x), (x > y) & (i > 0), T.cast(i, "float64") * x, T.tanh(f) * 2, T.exp(d) * d + d]
+    fn = function([x, y, f, i, k, v, w], outs, mode=Mode(linker="c"))
+    fused = [n for n in fn.maker.fgraph.toposort() if isinstance(n.op, FusedElemwise)]
+    assert fused and all(n.outputs[0].ndim == 0 for n in fused)
+    assert any(n.op.inplace for n in fused)     # the case the read-before-write order is for
+    cases = [(0.25, -1.5, 0.5, 7, -2), (-3.0, 2.0, -1.25, -1, 3), (np.nan, np.inf, np.inf, 5, 0),
+             (745.0, -0.0, -20.0, -9, 4)]
+    vv, ww = RNG.standard_normal(4), RNG.standard_normal(4)
+    with np.errstate(all="ignore"):
+        for xv, yv, fv, iv, kv in cases:
+            got = fn(xv, yv, np.float32(fv), iv, kv, vv, ww)
+            dv = vv.dot(ww)
+            sig = np.exp(-np.logaddexp(0, -xv)) if np.isfinite(xv) else np.float64(np.nan)
+            expected = [np.exp(xv) * yv + np.log(abs(yv) + 1), np.floor_divide(iv, kv), np.mod(iv, kv),
+                        np.floor_divide(kv, iv * kv + 3) if iv == -1 else iv, sig, (xv > yv) & (iv > 0), iv * xv,
+                        np.tanh(np.float32(fv)) * np.float32(2), np.exp(dv) * dv + dv]
+            for k_out, (value, want) in enumerate(zip(got, expected)):
+                want = np.asarray(want)
+                assert value.shape == () and value.dtype == outs[k_out].dtype, (k_out, value.dtype)
+                rtol = 1e-6 if value.dtype == np.float32 else 1e-12
+                np.testing.assert_allclose(value, want, rtol=rtol, err_msg="output %d" % k_out)
