@@ -89,3 +89,31 @@ def test_dot_of_a_zero_and_an_infinity_is_nan_under_every_linker():
         f = ffigraph.function([x, y, v, m], outs, mode=Mode(linker=linker), on_unused_input="ignore")
         for got, e in zip(f(xv, yv, vv, mv), want):
             np.testing.assert_array_equal(got, e)   # NaN where NaN, values exact
+
+
+@pytest.mark.parametrize("linker", ["py", "cvm"])
+def test_a_self_dot_beside_an_outer_product_of_the_same_input(linker):
+    """Seed 3, programs 3219 and 3233 in one function: dot(q, sin(q)) and tanh(outer(cos(q), v)),
+    with gradients. On 641989e the fuzzer's batch raised KeyError: Composite{cos(i1), ...} under
+    py; this reduction raises "TypeError: unsupported operand type(s) for *: 'float' and
+    'NoneType'" (py) or "input shapes cannot be broadcast together: (0,) and (3,)" (cvm): a fused
+    Composite reading a value not computed yet."""
+    q, v = T.fvector("q"), T.dvector("v")
+    w0 = 0.8
+    w1 = np.array([[0.6], [1.2], [0.9]])
+    a = T.dot(q, T.sin(q))
+    ga = ffigraph.grad(a * w0, q)
+    b = T.tanh(T.einsum("i,j->ij", T.cos(q), v))
+    gv, gq = ffigraph.grad(T.sum(b * T.constant(w1)), [v, q])
+    f = ffigraph.function([q, v], [a, ga, b, gv, gq], mode=Mode(linker=linker))
+    qv = np.array([0.2, -0.5, 1.1], "float32")
+    vv = np.array([0.7])
+    got = f(qv, vv)
+    q64 = qv.astype("float64")
+    bv = np.tanh(np.outer(np.cos(q64), vv))
+    db = w1 * (1 - bv ** 2)
+    want = [q64 @ np.sin(q64), w0 * (np.sin(q64) + q64 * np.cos(q64)), bv, db.T @ np.cos(q64),
+            -np.sin(q64) * (db @ vv)]
+    for g, e, dtype in zip(got, want, ["float32", "float32", "float64", "float64", "float32"]):
+        assert g.dtype == dtype
+        np.testing.assert_allclose(g, e, rtol=2e-6 if dtype == "float32" else 1e-12, atol=1e-6)
