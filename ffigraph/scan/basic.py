@@ -20,7 +20,7 @@ from ffigraph.compile.sharedvalue import SharedVariable
 from ffigraph.graph.basic import Constant, Variable, clone_replace, graph_inputs
 from ffigraph.scan.op import Scan, _row_type
 from ffigraph.scan.utils import ScanInfo, until
-from ffigraph.tensor import as_tensor_variable, minimum
+from ffigraph.tensor import as_tensor_variable, maximum, minimum
 
 
 def _as_list(value):
@@ -49,7 +49,7 @@ def _check_taps(taps, what):
     return taps
 
 
-def _sequences(sequences, go_backwards):
+def _sequences(sequences):
     """[(variable, taps in the user's order)] for each sequence."""
     out = []
     for s, entry in enumerate(_as_list(sequences)):
@@ -62,10 +62,34 @@ def _sequences(sequences, go_backwards):
         var = _as_variable(var, "sequence %d" % s)
         if var.ndim < 1:
             raise TypeError("scan: sequence %d (%s) is a scalar; a sequence needs a first axis to loop over" % (s, var))
-        if go_backwards:
-            var = var[::-1]
         out.append((var, _check_taps(taps, "sequence %d" % s)))
     return out
+
+
+def _loop_sequence(var, taps, go_backwards):
+    """(the array the Scan node loops over, its taps as the node reads them) for a user's sequence.
+
+    Theano's and PyTensor's rule: tap k at step t reads row p(t) + k of ``var``, where the current
+    row p(t) runs over the rows for which every tap AND tap 0 are inside the array (taps all
+    negative or all positive still cut as if tap 0 were among them), so there are
+    len(var) - (max(0, max(taps)) - min(0, min(taps))) steps. Forward, p(t) = t - min(0, min(taps));
+    ``go_backwards`` runs p(t) down from the last such row, and tap -1 still reads the row before
+    p(t) (each tap's slice is reversed, not the array before the taps are cut).
+
+    The node reads row t + k' - min(taps') of its array at tap k' (ScanInfo), so the array is ``var``
+    cut to the rows some step reads and, backwards, reversed, with the taps negated: in the reversed
+    array the row before p(t) is the one after it.
+    """
+    low, high = min(taps), max(taps)
+    start, stop_margin = max(0, low), max(0, -high)   # rows no step reads at either end
+    if stop_margin:
+        # clipped at 0: a negative stop would count from the end and hand a too-short sequence rows
+        var = var[start:maximum(var.shape[0] - stop_margin, 0)]
+    elif start:
+        var = var[start:]
+    if not go_backwards:
+        return var, tuple(sorted(taps))
+    return var[::-1], tuple(sorted(-k for k in taps))
 
 
 def _outputs_info(outputs_info):
@@ -119,6 +143,9 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
          go_backwards=False, mode=None, name=None, profile=False, allow_gc=None, strict=False, return_list=False):
     """Loop ``fn`` over ``sequences``; Theano's and PyTensor's ``scan``. Returns ``(outputs, updates)``.
 
+    A sequence ``dict(input=x, taps=K)`` is read as in Theano and PyTensor: tap k is row p + k of
+    ``x`` for the steps' rows p at which every tap and tap 0 are inside ``x`` (ascending, or
+    descending with ``go_backwards``, where tap -1 is still the row before p); see _loop_sequence.
     ``fn`` receives, in order: each sequence's rows at its taps, each output's earlier
     values at its taps (``outputs_info`` entries that are not None), then the
     non-sequences. It returns its outputs, optionally with an updates dict and an
@@ -133,7 +160,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     if truncate_gradient == 0 or truncate_gradient < -1:
         raise ValueError("scan: truncate_gradient must be -1 (no truncation) or a positive number of steps, "
                          "got %d" % truncate_gradient)
-    seqs = _sequences(sequences, go_backwards)
+    seqs = _sequences(sequences)
     infos = _outputs_info(outputs_info)
     non_seqs = [v if isinstance(v, Variable) else _as_variable(v, "non-sequence %d" % m)
                 for m, v in enumerate(_as_list(non_sequences))]
@@ -226,9 +253,11 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
         outer_non_seqs.append(v)
     inner_out = clone_replace(raw, replace=list(replace.items())) if raw else []
 
+    loops = [_loop_sequence(var, taps, go_backwards) for var, taps in seqs]
     inner_in = []
-    for phs, (var, taps) in zip(seq_phs, seqs):
-        inner_in.extend(phs[t] for t in sorted(taps))
+    for phs, (_, loop_taps) in zip(seq_phs, loops):
+        # backwards, the node's tap k' is the user's tap -k'
+        inner_in.extend(phs[-t if go_backwards else t] for t in loop_taps)
     rec_entries = [(phs, entry) for phs, entry in zip(rec_phs, infos) if entry is not None]
     for phs, (initial, taps) in rec_entries:
         inner_in.extend(phs[t] for t in sorted(taps))
@@ -238,7 +267,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
     n_rec_user = len(rec_entries)
     n_nit = len(outputs) - n_rec_user
     info = ScanInfo(
-        seq_taps=tuple(tuple(sorted(taps)) for _, taps in seqs),
+        seq_taps=tuple(loop_taps for _, loop_taps in loops),
         rec_taps=tuple(tuple(sorted(taps)) for _, (_, taps) in rec_entries) + ((-1,),) * len(state_phs),
         rec_last=(False,) * n_rec_user + (True,) * len(state_phs),
         n_nit_sot=n_nit, n_non_seqs=len(outer_non_seqs), as_while=condition is not None,
@@ -261,7 +290,7 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
             init_rows.append(initial[:-min(taps)])
     for s in state_phs:
         init_rows.append(s.dimshuffle(*(["x"] + list(range(s.ndim)))))
-    node_outputs = op(steps, *[var for var, _ in seqs], *init_rows, *outer_non_seqs)
+    node_outputs = op(steps, *[var for var, _ in loops], *init_rows, *outer_non_seqs)
     if not isinstance(node_outputs, (list, tuple)):
         node_outputs = [node_outputs]
     node_outputs = list(node_outputs)
@@ -290,7 +319,8 @@ def _n_steps(n_steps, seqs, name):
         return steps
     if not seqs:
         raise ValueError("scan%s: give sequences or n_steps, so that scan knows how many steps to run" % label)
-    lengths = [var.shape[0] - (max(taps) - min(taps)) for var, taps in seqs]
+    # the rows where tap 0 and every tap are inside the sequence (see _loop_sequence)
+    lengths = [var.shape[0] - (max(0, max(taps)) - min(0, min(taps))) for var, taps in seqs]
     steps = lengths[0]
     for length in lengths[1:]:
         steps = minimum(steps, length)

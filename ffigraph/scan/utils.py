@@ -29,6 +29,8 @@ class until:
 # (sequence, tap), one previous value per (recurrent output, tap), then the non-sequences; inner
 # outputs: each recurrent output's new value, each nit-sot value, then the until condition (as_while).
 #   seq_taps:  per sequence, its taps (ascending; a tap k reads row t + k - min(taps) at step t)
+#              of the array the node loops over: scan() cuts the user's sequence to the rows its
+#              steps read and, for go_backwards, reverses it and negates the taps (basic.py)
 #   rec_taps:  per recurrent output, its taps (ascending, all negative); its initial state has
 #              -min(taps) rows, for times min(taps) .. -1
 #   rec_last:  per recurrent output, True when only its final value is returned (shared-variable

@@ -298,3 +298,68 @@ def test_hessian_of_a_non_static_vector(linker):
     rng = np.random.default_rng(13)
     xv, Av = rng.normal(size=4), rng.normal(size=(4, 4))
     np.testing.assert_allclose(f(xv, Av), 0.5 * (Av + Av.T) + np.diag(np.exp(xv)), rtol=1e-12)
+
+
+# ------------------------------------------------------------------ sequence taps as Theano reads them
+
+
+def _taps_grad_graph():
+    # A: go_backwards, taps [-2, 0, 1] and an output of taps [-2, -1]; B: taps all positive;
+    # C: taps all negative, backwards, n_steps = k. Tap k at step t reads x[p(t) + k], p(t) as in
+    # test_scan_numpy.py's rule (forward p = t - min(0, min taps), backwards p = len - 1 - max(0, max taps) - t).
+    x, h0, k = T.dvector("x"), T.dvector("h0"), T.lscalar("k")
+    g1, g2, g3 = T.dvector("g1"), T.dvector("g2"), T.dvector("g3")
+    a, _ = ffigraph.scan(lambda xm2, x0, xp1, h2, h1: 0.5 * h1 - 0.25 * h2 + xm2 * xp1 + 3.0 * x0,
+                         sequences=dict(input=x, taps=[-2, 0, 1]), outputs_info=dict(initial=h0, taps=[-2, -1]),
+                         go_backwards=True)
+    b, _ = ffigraph.scan(lambda p1, p3: T.sin(p1) * p3, sequences=dict(input=x, taps=[1, 3]))
+    c, _ = ffigraph.scan(lambda p3, p1: p3 * p3 - p1, sequences=dict(input=x, taps=[-3, -1]), n_steps=k,
+                         go_backwards=True)
+    cost = (g1 * a).sum() + (g2 * b).sum() + (g3 * c).sum()
+    return [x, h0, k, g1, g2, g3], [a, b, c] + T.grad(cost, [x, h0])
+
+
+def _taps_grad_numpy(x, h0, k, g1, g2, g3):
+    """(a, b, c, d cost / d x, d cost / d h0), by hand."""
+    n = len(x)
+    dx, dh0 = np.zeros(n), np.zeros(2)
+    # A: p = n - 2 - t, n - 3 steps; h[t] = 0.5 h[t-1] - 0.25 h[t-2] + x[p-2] x[p+1] + 3 x[p]
+    rows = [n - 2 - t for t in range(n - 3)]
+    hist = {-2: h0[0], -1: h0[1]}
+    for t, p in enumerate(rows):
+        hist[t] = 0.5 * hist[t - 1] - 0.25 * hist[t - 2] + x[p - 2] * x[p + 1] + 3.0 * x[p]
+    a = np.array([hist[t] for t in range(len(rows))])
+    dh = np.zeros(len(rows) + 2)    # d cost / d h[t], with two zeros past the end
+    for t in reversed(range(len(rows))):
+        dh[t] = g1[t] + 0.5 * dh[t + 1] - 0.25 * dh[t + 2]
+        p = rows[t]
+        dx[p - 2] += dh[t] * x[p + 1]
+        dx[p + 1] += dh[t] * x[p - 2]
+        dx[p] += 3.0 * dh[t]
+    dh0[1] = 0.5 * dh[0] - 0.25 * dh[1]    # h0[1] is h[-1], h0[0] is h[-2]
+    dh0[0] = -0.25 * dh[0]
+    # B: p = t, n - 3 steps; b[t] = sin(x[t+1]) x[t+3]
+    b = np.array([np.sin(x[t + 1]) * x[t + 3] for t in range(n - 3)])
+    for t in range(n - 3):
+        dx[t + 1] += g2[t] * np.cos(x[t + 1]) * x[t + 3]
+        dx[t + 3] += g2[t] * np.sin(x[t + 1])
+    # C: p = n - 1 - t, k steps; c[t] = x[p-3]^2 - x[p-1]
+    c = np.array([x[n - 4 - t] ** 2 - x[n - 2 - t] for t in range(k)])
+    for t in range(k):
+        dx[n - 4 - t] += 2.0 * g3[t] * x[n - 4 - t]
+        dx[n - 2 - t] -= g3[t]
+    return [a, b, c, dx, dh0]
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_sequence_taps_gradient_matches_numpy(linker):
+    inputs, outputs = _taps_grad_graph()
+    f = ffigraph.function(inputs, outputs, mode=mode(linker))
+    rng = np.random.default_rng(4402)
+    for n, k in [(8, 3), (4, 1)]:     # several steps; one step each
+        x, h0 = rng.normal(size=n), rng.normal(size=2)
+        values = [x, h0, k, rng.normal(size=n - 3), rng.normal(size=n - 3), rng.normal(size=k)]
+        got = f(x, h0, np.int64(k), *values[3:])
+        for o, (g, w) in enumerate(zip(got, _taps_grad_numpy(*values))):
+            assert g.shape == w.shape, (o, n, g.shape, w.shape)
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg="output %d, n %d" % (o, n))
