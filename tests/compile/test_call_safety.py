@@ -141,6 +141,7 @@ class Interrupt(BaseException):
 _DELIVERY_AFTER = {dis.opmap[name] for name in ("CALL", "CALL_FUNCTION_EX", "JUMP_BACKWARD") if name in dis.opmap}
 _RESUME = dis.opmap.get("RESUME")
 _PACKAGE = os.path.dirname(os.path.abspath(ffigraph.__file__))
+_TRACED = os.path.join(_PACKAGE, "compile") if IS_PYPY else _PACKAGE
 
 
 def _interrupt_at(k, call):
@@ -169,9 +170,10 @@ def _interrupt_at(k, call):
 
     def calls(frame, event, arg):
         # only ffigraph's frames and the calls it writes: an interrupt inside numpy's Python code
-        # reaches them as one at the step that called numpy
+        # reaches them as one at the step that called numpy. (PyPy, where every line is a step and
+        # tracing is slow: the calls written out and ffigraph.compile's frames, where the locks are)
         name = frame.f_code.co_filename
-        if name.startswith(_PACKAGE) or name.startswith("<ffigraph"):
+        if name.startswith(_TRACED) or name.startswith("<ffigraph"):
             return tracer(frame, event, arg)
         return None
 
