@@ -114,6 +114,7 @@ def annotate_node_error(err, node, position, fgraph):
     else:
         err.args = err.args + (where,)
     err.failed_node = node
+    err.failed_node_index = position   # (the graph's own index: a one-node library said 0)
     return err
 
 

@@ -214,7 +214,8 @@ class CompiledGraph:
         message, in_node, node_text = message.partition(NODE_LINE)
         if input_index >= 0:
             message += " (input %d: %s)" % (input_index, self.inputs[input_index])
-        if in_node and not annotated:
+        if in_node and not annotated and self.annotate:
+            # (a one-node library of c|py: the linker that runs it names the node in its graph)
             message += in_node + node_text
         exc = cls(message)
         exc.failed_node_index = node_index
