@@ -55,6 +55,7 @@ SANITIZE = OP_MATRIX + (
     "tests/tensor/test_elemwise_breadth.py", "tests/tensor/linalg/test_cholesky_triangular.py",
     "tests/tensor/linalg/test_solve_inv_det.py", "tests/tensor/linalg/test_decompositions.py",
     "tests/tensor/linalg/test_norm_power.py", "tests/compile/test_call_safety.py",
+    "tests/tools/test_fuzz_programs.py",
 )
 
 
