@@ -94,7 +94,7 @@ int main(int argc, char **argv)
             switch ((i / 2) % 5) {
             case 0: in.dtype.code = FFG_DTYPE_INT; want = FFG_ERR_TYPE; break;
             case 1: in.ndim = 1; want = FFG_ERR_TYPE; break;
-            case 2: in.data = NULL; want = FFG_ERR_VALUE; break;
+            case 2: in.data = NULL; want = FFG_ERR_ABI; break;   /* ABI 2.1: a NULL pointer is a misused call */
             case 3: inputs = NULL; want = FFG_ERR_ABI; break;
             default: shape[1] = 5; want = FFG_ERR_VALUE; break;   /* x.sum(axis=0) has 5, w has 4 */
             }
