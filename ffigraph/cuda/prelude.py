@@ -128,8 +128,9 @@ static int32_t ffg_cu_check_tensor(FfgError *err, const char *who, const FfgTens
         for (d = 0; d < ndim; ++d)
             n *= t->shape[d];
         if (n > 0) {
-            ffg_cu_error(err, FFG_ERR_VALUE, index, "%s: input %d has a NULL data pointer", who, (int)index);
-            return FFG_ERR_VALUE;
+            /* (ABI 2.1: a NULL pointer where the header asks for one is a misused call) */
+            ffg_cu_error(err, FFG_ERR_ABI, index, "%s: input %d has a NULL data pointer", who, (int)index);
+            return FFG_ERR_ABI;
         }
     }
     return FFG_OK;

@@ -316,7 +316,7 @@ def test_transfer_launchers_refuse_bad_input_with_ffigraph_codes():
         (lib.ffg_cu_up, 2, 2, 64, (2, 3), 0x1000, 1, "device type 2"),
         (lib.ffg_cu_up, 1, 2, 32, (2, 3), 0x1000, 1, "dtype"),
         (lib.ffg_cu_up, 1, 2, 64, (6,), 0x1000, 1, "dimensions"),
-        (lib.ffg_cu_up, 1, 2, 64, (2, 3), 0, 2, "NULL data"),
+        (lib.ffg_cu_up, 1, 2, 64, (2, 3), 0, 5, "NULL data"),   # FFG_ERR_ABI since ABI 2.1
         (lib.ffg_cu_down, 1, 2, 64, (2, 3), 0x1000, 1, "device type 1"),
         (lib.ffg_cu_down, 2, 0, 64, (2, 3), 0x1000, 1, "dtype"),
         (lib.ffg_cu_down, 2, 2, 64, (2, 3, 1), 0x1000, 1, "dimensions"),

@@ -280,7 +280,7 @@ def test_bad_inputs_are_refused(compiled, case):
     s = good_slots(case, "float32")
     s.set(1, (5, 4) if ynd == 2 else (5,), *f32, data=0)                     # NULL data, 20 elements
     rc, _, msg = s.call(fn)
-    assert rc == FFG_ERR_VALUE == s.err.code and "NULL data" in msg, msg
+    assert rc == FFG_ERR_ABI == s.err.code and "NULL data" in msg, msg
 
     s = good_slots(case, "float32", k=7)
     s.set(1, (9, 4) if ynd == 2 else (9,), *f32, data=0x2000)               # 7 columns, 9 rows
