@@ -88,7 +88,9 @@ def np_node(node, a):
                 if d == "x":
                     out = np.expand_dims(out, pos)
         elif op == "dot":
-            out = np.dot(a[0].astype(dt), a[1].astype(dt))
+            # (matmul, not np.dot: np.dot scales by a 1-element operand through BLAS, which writes 0
+            # for 0 * inf where IEEE arithmetic, and so ffigraph, gives NaN)
+            out = np.matmul(a[0].astype(dt), a[1].astype(dt))
         elif op == "einsum":
             out = np.einsum(p, a[0].astype(dt), a[1].astype(dt))
         elif op == "sort":
