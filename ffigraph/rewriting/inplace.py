@@ -15,11 +15,18 @@ from ffigraph.tensor.fused import FusedElemwise
 
 
 def _candidates(fgraph, node):
-    """(output, input) pairs that could share memory, first fitting input per output."""
+    """(output, input) pairs that could share memory, first fitting input per output.
+
+    An input is only taken when every output of the node has its broadcasting pattern: a node
+    whose outputs differ in shape (one reads fewer inputs, say) loops over the larger outputs
+    apart, and one of those may read the input broadcast after a smaller output has overwritten
+    it (found by the program fuzzer: seed 20261204, program 1918)."""
     pairs, taken = [], set()
     for k, out in enumerate(node.outputs):
         for i, var in enumerate(node.inputs):
             if i in taken or var.type != out.type or node.inputs.count(var) != 1:
+                continue
+            if any(o.type.broadcastable != var.type.broadcastable for o in node.outputs):
                 continue
             if destroy_problem(fgraph, var, node) is None:
                 pairs.append((k, i))

@@ -117,3 +117,24 @@ def test_a_self_dot_beside_an_outer_product_of_the_same_input(linker):
     for g, e, dtype in zip(got, want, ["float32", "float32", "float64", "float64", "float32"]):
         assert g.dtype == dtype
         np.testing.assert_allclose(g, e, rtol=2e-6 if dtype == "float32" else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("linker", ["c", "cvm"])
+def test_a_fused_node_never_overwrites_an_input_another_output_reads_broadcast(linker):
+    """Seed 20261204, program 1918 (found on PyPy, the same under CPython and on 641989e): with its
+    gradient beside it, ``t - -(sigmoid(u) * abs(t))[[-2]]`` fuses into one node with two outputs
+    of different shapes, ``neg(i0)`` of shape (1, 2, 2) and ``t - neg(i0)`` of shape (3, 2, 2). The
+    inplace rewrite let the small output overwrite i0, which the large output's loop then read
+    broadcast, negated: every row after the first came out wrong."""
+    u, t = T.dmatrix("u"), T.dtensor3("t")
+    rng = np.random.default_rng(1918)
+    uv, tv = rng.normal(size=(2, 1)), rng.normal(size=(3, 2, 2))
+    weights = rng.uniform(0.5, 1.5, size=(3, 2, 2))
+    out = t - (-(T.sigmoid(u) * abs(t))[[-2]])
+    gt = ffigraph.grad((out * T.constant(weights)).sum(), t)
+    value, grad_t = ffigraph.function([u, t], [out, gt], mode=Mode(linker=linker))(uv, tv)
+    sig = 1 / (1 + np.exp(-uv))
+    np.testing.assert_allclose(value, tv + (sig * np.abs(tv))[[-2]], rtol=1e-12)
+    want = weights.copy()
+    want[-2] += weights.sum(axis=0) * sig * np.sign(tv[-2])
+    np.testing.assert_allclose(grad_t, want, rtol=1e-12)
