@@ -123,17 +123,21 @@ def test_failed_call_frees_what_earlier_nodes_allocated(linker):
     assert len(f.fgraph.toposort()) == 2
     xs = np.zeros((2 ** 17, 1))
     ys = huge((1, 2 ** 42))   # (2**17, 2**42) float64 = 4 EiB
-    # a first round, so that the second measures leaks, not the heap's growth: PyPy frees a
-    # result's block when its array is collected, not at once, and malloc keeps freed heap
-    for _ in range(100):
-        with pytest.raises(MemoryError):
-            f(xs, ys)
-    gc.collect()
+    # PyPy frees a dropped intermediate's block only when its array is collected: a collection
+    # every 10 calls keeps at most ~10 of them waiting, as malloc keeps the heap they grew (without
+    # it, 100 waiting blocks grew the heap by ~100 MiB on some runs, a leak to this test); a block
+    # that leaked is never freed by a collection. A first round, so that the second measures leaks,
+    # not the heap's first growth.
+    def failed_calls():
+        for i in range(100):
+            with pytest.raises(MemoryError):
+                f(xs, ys)
+            if i % 10 == 9:
+                gc.collect()
+
+    failed_calls()
     before = rss_bytes()
-    for _ in range(100):   # 100 MiB if the intermediate leaked
-        with pytest.raises(MemoryError):
-            f(xs, ys)
-    gc.collect()
+    failed_calls()   # 100 MiB if the intermediate leaked
     grown = rss_bytes() - before
     assert grown < 40 * 2 ** 20, "resident size grew by %d MiB over 100 failed calls" % (grown >> 20)
     np.testing.assert_array_equal(f(np.zeros((2, 1)), np.ones((1, 2))), np.full((2, 2), 2.0))
