@@ -96,6 +96,28 @@ def test_a_wrong_value_is_found(py_slice, monkeypatch):
     assert found and all(f["kind"] == "wrong" for f in found)
 
 
+def test_the_oracle_computes_log1p_of_exp_as_the_rewrites_do():
+    """log1p(exp(x)) is softplus(x) after the rewrites (as in Theano and PyTensor): finite where
+    exp overflows. The oracle's naive inf became NaN downstream (inf / inf), which compare could
+    not let through: seed 20261205, program 53355 (log1p(exp(t)) with t = 1e300, divided by
+    itself) was a false finding. Its value and derivative by hand, then that program under py."""
+    x_node = gen.Node(0, "input", [], 0, "float64")
+    e_node = gen.Node(1, "exp", [0], None, "float64")
+    s_node = gen.Node(2, "log1p", [1], None, "float64")
+    x = np.array([1e300, 800.0, 3.0, -3.0, -800.0, np.inf, -np.inf, np.nan])
+    values = gen.eval_np([x_node, e_node, s_node], [x])
+    with np.errstate(over="ignore"):
+        want = np.where(x > 30, x, np.log1p(np.exp(np.minimum(x, 30))))
+    np.testing.assert_allclose(values[2], want, rtol=1e-15)
+    grads = gen.vjp_program([x_node, e_node, s_node], values, {2: np.ones(8)})
+    np.testing.assert_allclose(grads[0], [1, 1, 1 / (1 + np.exp(-3.0)), 1 / (1 + np.exp(3.0)), 0, 1, 0, np.nan],
+                               rtol=1e-15, atol=1e-300)
+    assert 1 not in grads   # the exp has no other use: nothing flows through it
+    batch = programs.Batch(20261205, 2223, only={53355})
+    assert [p.index for p, _ in batch.programs] == [53355]
+    assert programs.run_linker(batch, "py") == []
+
+
 def test_compare_nan_positions_and_dtypes():
     want = np.array([1.0, np.nan, np.inf])
     assert programs.compare(want.copy(), want, "float64", False)[0] is None

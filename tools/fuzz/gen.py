@@ -200,10 +200,35 @@ def vjp_node(node, g, a, out):
 # ------------------------------------------------------------------ whole programs
 
 
+def softplus_of(by_id, node):
+    """The id of x where ``node`` is log1p(exp(x)), else None. The rewrites make it softplus(x), as
+    Theano's and PyTensor's do: where exp(x) overflows, the rewritten graph is finite and right
+    (log1p(exp(1e300)) is 1e300) while numpy's naive inf turns into NaN downstream (inf / inf), so
+    the oracle computes such a node as softplus(x), and its derivative as sigmoid(x), the same
+    numbers where nothing overflows."""
+    if node.op == "log1p" and node.dtype in ops.FLOATS:
+        arg = by_id[node.args[0]]
+        if arg.op == "exp" and arg.dtype == node.dtype:
+            return arg.args[0]
+    return None
+
+
+def np_softplus(node, x):
+    with np.errstate(all="ignore"):
+        return np.asarray(np.logaddexp(0, x.astype(node.dtype))).astype(node.dtype)
+
+
 def _interpret(nodes, inputs, one):
-    out = {}
+    out, by_id = {}, {}
     for node in nodes:
-        out[node.id] = inputs[node.params] if node.op == "input" else one(node, [out[i] for i in node.args])
+        by_id[node.id] = node
+        x = softplus_of(by_id, node) if one is np_node else None
+        if node.op == "input":
+            out[node.id] = inputs[node.params]
+        elif x is not None:
+            out[node.id] = np_softplus(node, out[x])
+        else:
+            out[node.id] = one(node, [out[i] for i in node.args])
     return out
 
 
@@ -220,10 +245,17 @@ def build_syms(nodes, inputs):
 def vjp_program(nodes, values, seeds):
     """{node id: cotangent} by reverse accumulation from ``seeds`` ({node id: cotangent})."""
     grads = {k: np.asarray(v, dtype="float64") for k, v in seeds.items()}
+    by_id = {node.id: node for node in nodes}
     for node in reversed(nodes):
         if node.id not in grads or node.op == "input":
             continue
         g = grads[node.id]
+        x = softplus_of(by_id, node)
+        if x is not None:   # straight to x, past the exp (whose other uses still reach it)
+            with np.errstate(all="ignore"):
+                ga = g * ops.UNARY["softplus"][2](values[x].astype(node.dtype), values[node.id])
+            grads[x] = grads[x] + ga if x in grads else np.asarray(ga, dtype="float64")
+            continue
         for arg, ga in zip(node.args, vjp_node(node, g, [values[i] for i in node.args], values[node.id])):
             if ga is None:
                 continue
@@ -395,7 +427,9 @@ class Generator:
         sym = sym_node(Node(-1, op, args, params, None), syms)
         node = Node(len(self.nodes), op, args, params, sym.dtype)
         try:
-            value = np_node(node, [self.values[a] for a in args])
+            x = softplus_of(self.nodes, node)
+            value = np_node(node, [self.values[a] for a in args]) if x is None else \
+                np_softplus(node, self.values[x])
         except (ValueError, IndexError, TypeError) as e:
             raise Rejected(str(e))
         if value.shape != tuple(n if not b else 1 for n, b in zip(value.shape, sym.type.broadcastable)):
