@@ -215,7 +215,7 @@ def softplus_of(by_id, node):
 
 def np_softplus(node, x):
     with np.errstate(all="ignore"):
-        return np.asarray(np.logaddexp(0, x.astype(node.dtype))).astype(node.dtype)
+        return np.asarray(ops.UNARY["softplus"][1](x.astype(node.dtype))).astype(node.dtype)
 
 
 def _interpret(nodes, inputs, one):
@@ -253,8 +253,9 @@ def vjp_program(nodes, values, seeds):
         x = softplus_of(by_id, node)
         if x is not None:   # straight to x, past the exp (whose other uses still reach it)
             with np.errstate(all="ignore"):
-                ga = g * ops.UNARY["softplus"][2](values[x].astype(node.dtype), values[node.id])
-            grads[x] = grads[x] + ga if x in grads else np.asarray(ga, dtype="float64")
+                ga = np.asarray(g * ops.UNARY["softplus"][2](values[x].astype(node.dtype), values[node.id]),
+                                dtype="float64")
+            grads[x] = grads[x] + ga if x in grads else ga
             continue
         for arg, ga in zip(node.args, vjp_node(node, g, [values[i] for i in node.args], values[node.id])):
             if ga is None:
