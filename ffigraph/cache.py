@@ -7,7 +7,10 @@
   export ENTRY DIR         a folder that a host without Python can use: the library, what it needs,
                            the ABI header, the source and a README (see cmd_export)
   clear                    remove every entry
-  purge --older-than DAYS  remove entries older than DAYS (and damaged ones, and stale build folders)
+  purge --older-than DAYS  remove entries older than DAYS (and damaged ones, and abandoned build folders)
+  verify [--fix]           re-check every file against what was recorded when it was written (hashes,
+                           owner, mode, links); exit status 1 when anything was wrong (--fix: and
+                           remove it, so it is rebuilt when next needed)
 
 ENTRY is the start of a key, as ``list`` prints it (at least 6 hex digits), or of a symbol prefix
 (``ffg_`` and at least 6 hex digits); it must name one entry. Errors go to standard error (so that
@@ -24,7 +27,7 @@ import sys
 import time
 
 from ffigraph.abi import ABI_VERSION, HEADER_NAME, HEADER_PATH
-from ffigraph.linkers.c import cache, elf_runpath, relocate
+from ffigraph.linkers.c import cache, elf_runpath, relocate, verify
 
 Entry = collections.namedtuple("Entry", "key path size created sound prefix")
 
@@ -114,7 +117,11 @@ def cmd_info(args, out):
               % (cache.root(), len(entries), _size(sum(e[2] for e in entries))))
     damaged = sum(1 for e in entries if not e[4])
     if damaged:
-        out.write("damaged entries: %d (run 'purge --older-than 0' or 'clear')\n" % damaged)
+        out.write("damaged entries: %d (run 'verify --fix', 'purge --older-than 0' or 'clear')\n" % damaged)
+    leftovers = cache.leftover_builds()
+    if leftovers:
+        out.write("abandoned build folders: %d in %s (run 'purge --older-than 0')\n"
+                  % (len(leftovers), os.path.join(cache.root(), "tmp")))
     return 0
 
 
@@ -274,7 +281,25 @@ def cmd_purge(args, out):
         return 2
     out.write("removed %d entries older than %g days from %s\n"
               % (cache.purge(args.older_than), args.older_than, cache.root()))
+    builds = cache.clean_tmp(args.older_than * 86400)
+    if builds:
+        out.write("removed %d abandoned build folder%s from %s\n"
+                  % (builds, "" if builds == 1 else "s", os.path.join(cache.root(), "tmp")))
     return 0
+
+
+def cmd_verify(args, out):
+    problems = verify.verify(fix=args.fix)
+    for problem in problems:
+        out.write("%s: %s%s\n" % (problem.path, problem.why, " (removed)" if problem.fixed else ""))
+    fixed = sum(1 for p in problems if p.fixed)
+    if not problems:
+        out.write("%s: every entry, record and file matches what was recorded\n" % cache.root())
+        return 0
+    out.write("%d problem%s found in %s%s\n" % (len(problems), "" if len(problems) == 1 else "s", cache.root(),
+                                               ", %d removed" % fixed if args.fix else
+                                               " (run 'ffigraph-cache verify --fix' to remove them)"))
+    return 1
 
 
 def main(argv=None, out=None, err=None):
@@ -304,6 +329,11 @@ def main(argv=None, out=None, err=None):
     purge = sub.add_parser("purge", help="remove old entries")
     purge.add_argument("--older-than", type=float, required=True, metavar="DAYS")
     purge.set_defaults(fn=cmd_purge)
+    check = sub.add_parser("verify", help="re-hash every entry and file against its record; exit 1 when "
+                                          "anything does not match")
+    check.add_argument("--fix", action="store_true", help="remove what does not match (it is rebuilt when next "
+                                                          "needed)")
+    check.set_defaults(fn=cmd_verify)
     args = parser.parse_args(argv)
     try:
         return args.fn(args, out)

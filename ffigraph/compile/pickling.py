@@ -8,12 +8,17 @@ that, each library is made available without a compiler:
 
 - the cache already has its key: nothing to do (the cache serves it);
 - else, where the platform tag matches (platform, machine, ABI version: the libraries are plain C,
-  the same for CPython and PyPy), the bytes are checked against their SHA-256, published into the
-  cache as a build would be (per-key lock, atomic rename) and registered by symbol prefix, so the
-  regenerated source (whose hash is that prefix) loads them instead of compiling;
+  the same for CPython and PyPy), the bytes are checked against their SHA-256 and must be a
+  complete shared object of this ABI and machine whose ffigraph note names the record's prefix
+  (library_file); then they are published into the cache as a build would be (per-key lock,
+  atomic rename) and registered by symbol prefix, so the regenerated source (whose hash is that
+  prefix) loads them instead of compiling;
 - else the graph is compiled again; when that fails (no compiler) the error says what differed.
 
-Bytes that do not match their hash are refused before anything is written or loaded.
+Bytes that fail those checks are refused before anything is written or loaded. Pickling sends
+only a library that still matches the hash its cache entry recorded when it was built (a library
+damaged on disk after it was loaded is left out, with a warning: the receiver compiles it).
+Unpickling a function runs code, as any pickle does: unpickle only what you trust.
 """
 from __future__ import annotations
 
@@ -22,11 +27,13 @@ import os
 import pickle
 import platform
 import sysconfig
+import warnings
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import CompileError
+from ffigraph.linkers.c.library_file import LibraryFileError, check_library_bytes
 from ffigraph.linkers.c.load import register_shipped
 
 RECORD_VERSION = 1
@@ -62,11 +69,31 @@ def library_records(f):
         if key in seen:
             continue
         seen.add(key)
-        with open(path, "rb") as fh:
-            data = fh.read()
+        data = _sound_bytes(path, entry, key)
+        if data is None:
+            continue
         records.append(dict(version=RECORD_VERSION, key=key, prefix=compiled.library.prefix, data=data,
                             lib_sha256=hashlib.sha256(data).hexdigest(), platform=platform_tag()))
     return records
+
+
+def _sound_bytes(path, entry, key):
+    """The bytes of the entry's library when they match the SHA-256 its meta.json recorded when it
+    was built, else None (with a CorruptEntryWarning; the entry is removed so it is built again)."""
+    try:
+        data = cache.read_private_file(path)
+    except cache.CacheSecurityError as why:
+        warnings.warn("the compiled library %s is not pickled (%s); the graph will be compiled where it is "
+                      "unpickled" % (path, why), cache.CorruptEntryWarning, stacklevel=4)
+        return None
+    recorded = cache.entry_meta(entry).get("lib_sha256")
+    if data is not None and hashlib.sha256(data).hexdigest() == recorded:
+        return data
+    warnings.warn("the compiled library %s no longer matches the hash recorded when it was built (damaged or "
+                  "modified on disk): it is not pickled, its cache entry is removed, and the graph will be "
+                  "compiled where it is unpickled" % path, cache.CorruptEntryWarning, stacklevel=4)
+    cache.discard_library(path)
+    return None
 
 
 def adopt(record):
@@ -78,14 +105,15 @@ def adopt(record):
     if hashlib.sha256(data).hexdigest() != record["lib_sha256"]:
         raise pickle.UnpicklingError("the compiled library %s in this pickle does not match its recorded SHA-256 "
                                      "(corrupted or altered): refused, nothing was written or loaded" % prefix)
-    if ("%s_library_api" % prefix).encode("ascii") not in data:
-        raise pickle.UnpicklingError("the library bytes in this pickle are not the library %s (no symbol of that "
-                                     "prefix): refused, nothing was written or loaded" % prefix)
     if record["platform"] != platform_tag():
         return "library %s was built for %s, this machine is %s" % (prefix, record["platform"], platform_tag())
     try:
+        check_library_bytes(data, ABI_VERSION, prefix, where="the library %s in this pickle" % prefix)
+    except LibraryFileError as why:
+        raise pickle.UnpicklingError("%s: refused, nothing was written or loaded" % why) from None
+    try:
         path = cache.adopt_library(key, prefix, data, record["lib_sha256"])
-    except OSError as err:
+    except (OSError, cache.CacheSecurityError) as err:
         return "the compile cache at %s cannot take library %s (%s)" % (cache.root(), prefix, err)
     register_shipped(prefix, path)
     return None

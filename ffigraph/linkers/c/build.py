@@ -14,6 +14,8 @@ import time
 
 from ffigraph.abi import HEADER_PATH
 from ffigraph.config import config
+from ffigraph.linkers.c.private_files import (CacheNoSpaceError, CacheSecurityError, is_no_space, private_dir,
+                                             write_private_file)
 from ffigraph.linkers.c.sanitize import check_sanitizer_runtime, sanitize_flags
 from ffigraph.linkers.c.tool import run_tool, signal_name
 
@@ -144,9 +146,34 @@ def _run(command, src_path, keep_name, what):
                            % (label, signal_name(-returncode), ":\n" + output if output else ""),
                            _keep_failed(src_path, keep_name), command, returncode)
     if returncode != 0:
-        raise CompileError("%s failed (exit %d):\n%s" % ("C compilation" if what != "nvcc" else "nvcc",
-                                                         returncode, output.strip()),
+        raise CompileError("%s failed (exit %d):\n%s%s" % ("C compilation" if what != "nvcc" else "nvcc",
+                                                           returncode, output.strip(), _no_space_hint(output, src_path)),
                            _keep_failed(src_path, keep_name), command, returncode)
+
+
+def room_needed(source_size):
+    """About how many bytes a build of a source of ``source_size`` bytes writes beside it (the
+    source, the objects of its parts, the library): what a "no space" message says it needs."""
+    return 3 * source_size + (1 << 20)
+
+
+def _no_space_hint(output, src_path):
+    """What to add to a compiler failure caused by a full disk (the compiler says "No space left on
+    device" about a file of its own): where it was writing and how much room the build needs."""
+    if "No space left on device" not in output and "Disk quota exceeded" not in output:
+        return ""
+    folder = os.path.dirname(src_path)
+    try:
+        size = os.path.getsize(src_path)
+        free = ", %s free" % _size_text(shutil.disk_usage(folder).free)
+    except OSError:
+        size, free = 0, ""
+    return ("\nthe disk holding %s is full: this build needs about %s there%s; free some space, or point "
+            "ffigraph.config.compiledir at a disk with room" % (folder, _size_text(room_needed(size)), free))
+
+
+def _size_text(n):
+    return "%.1f MB" % (n / 1e6)
 
 
 _LIBRARY_MAGIC = {"linux": b"\x7fELF"}
@@ -183,8 +210,14 @@ def build_library(source, name, requirements, compiler=None, directory=None, nod
     start = time.perf_counter()
     src_path = os.path.join(directory, name + ".c")
     lib_path = os.path.join(directory, name + ".so")
-    with open(src_path, "w") as fh:
-        fh.write(source)
+    try:
+        with open(src_path, "w") as fh:
+            fh.write(source)
+    except OSError as err:
+        if is_no_space(err):
+            raise CacheNoSpaceError("the C source %s.c (%d kB)" % (name, len(source) // 1000), directory,
+                                    room_needed(len(source))) from None
+        raise
     try:
         os.unlink(lib_path)   # a stale file must not pass for the output of a compiler that wrote none
     except OSError:
@@ -357,11 +390,18 @@ class CompileProgress:
 
 
 def _keep_failed(src_path, keep_name):
-    target_dir = os.path.join(config.compiledir, "failed")
+    """Copy a source the compiler failed on into ``<compiledir>/failed/`` and return where it is
+    now; the path it had when that folder cannot be written or is not private. Written as the
+    cache writes (a new file renamed over the old: a link planted there is replaced, never
+    written through)."""
+    base = os.path.abspath(os.path.expanduser(config.compiledir))
     try:
-        os.makedirs(target_dir, mode=0o700, exist_ok=True)
-        target = os.path.join(target_dir, keep_name)
-        shutil.copyfile(src_path, target)
+        with open(src_path, "rb") as fh:
+            data = fh.read()
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        private_dir(base)
+        target = os.path.join(private_dir(os.path.join(base, "failed")), keep_name)
+        write_private_file(target, data)
         return target
-    except OSError:
+    except (OSError, CacheSecurityError):
         return src_path

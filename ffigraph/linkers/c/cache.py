@@ -5,21 +5,26 @@ Layout under ``config.compiledir`` (already one folder per platform and interpre
     entries/<key[:2]>/<key>/   lib.so, source.c, meta.json   (a published entry)
     graphs/<skey[:2]>/<skey>.json   a structural key's entry: its source key and symbol prefix
     locks/<key>.lock           one filelock per key: a key builds once, keys build in parallel
-    tmp/<random>/              private build folders, renamed into entries/ when complete
+    tmp/build-<key>-<random>/  private build folders, renamed into entries/ when complete (used
+                               only while the key's lock is held: one whose lock is free was abandoned)
     compilers.json             the compiler identity probe, so a warm process runs no subprocess
 
 A key hashes the whole source, the ABI version, the compiler's identity (path
 and version text) and every flag and library. ``meta.json`` is JSON (loading
 an entry never runs Python) and records the library's SHA-256; an entry whose
 library is missing or does not match is moved aside and rebuilt, never
-loaded. Directories are created mode 0700, and an entry or folder that another
-user owns or that group/others may write is refused: loading a library runs
-its code.
+loaded. Directories are created mode 0700, and an entry, a file or any folder
+on the way to it (checked on every lookup, warm or not: ``check_path``) that
+another user owns, that group/others may write or that is a link is refused:
+loading a library runs its code. Files are written with private_files (a new
+name, then a rename: never through a link).
 
 A warm process need not generate the source to find its entry: ``graphs/`` maps the structural
 key of a graph (``graph_key``: what the generator reads, hashed) to the source key and symbol
-prefix recorded after a build. The entry it names is validated as any other; a missing, damaged
-or unreadable index file only means generating the source again.
+prefix recorded after a build. The entry it names is validated as any other, and must list the
+structural key in its meta.json (``graph_keys``: the graphs it was built for), so that a record
+naming another graph's entry is not believed; a missing, damaged or unreadable index file only
+means generating the source again.
 
 ``meta.json`` also records the library's symbol prefix (``prefix``: ``ffg_<24 hex>``, the start
 of every name it exports) so that ``ffigraph-cache show`` can name an entry by it; entries
@@ -27,24 +32,28 @@ published before it was recorded have it read from their ``source.c`` (``entry_p
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 import threading
 import time
 import warnings
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
-from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text
+from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text, room_needed
+from ffigraph.linkers.c.library_file import LibraryFileError, check_library_file
+from ffigraph.linkers.c.private_files import (CacheNoSpaceError, CacheSecurityError, check_folders, check_private,
+                                             is_no_space, private_dir, publish_private_file, read_private_file,
+                                             write_private_file)
 from ffigraph.linkers.c.tool import run_tool
 
 META_NAME = "meta.json"
@@ -54,10 +63,6 @@ STALE_TMP_SECONDS = 3600
 
 # hits, misses and build times (INFO); build.py logs its private builds here too, one switch for both
 _log = logging.getLogger("ffigraph.cache")
-
-
-class CacheSecurityError(RuntimeError):
-    """A cache folder or entry is owned by someone else or writable by group/others."""
 
 
 class CacheUnavailableWarning(UserWarning):
@@ -75,24 +80,33 @@ def root():
     return os.path.abspath(os.path.expanduser(config.compiledir))
 
 
-def check_private(path):
-    """Refuse ``path`` unless the current user owns it and no one else may write to it."""
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        raise CacheSecurityError("%s is a symbolic link; the compile cache refuses links (remove it)" % path)
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise CacheSecurityError("%s is owned by uid %d, not by you (uid %d); loading it would run another "
-                                 "user's code. Remove it or point ffigraph.config.compiledir elsewhere."
-                                 % (path, st.st_uid, os.getuid()))
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        raise CacheSecurityError("%s is writable by group or others (mode %o); fix it with "
-                                 "'chmod go-w %s' or remove it" % (path, stat.S_IMODE(st.st_mode), path))
-
-
 def _private_dir(path):
     os.makedirs(path, mode=0o700, exist_ok=True)
-    check_private(path)
-    return path
+    return private_dir(path)
+
+
+def check_path(path):
+    """Check every folder from the cache root down to ``path``, and ``path`` itself, as the build
+    path checks the folders it writes (``check_private``): what is loaded from a folder that
+    someone else may write could have been swapped. A path outside the cache is checked alone.
+    OSError when one of them is absent."""
+    base = root()
+    rel = os.path.relpath(path, base)
+    if rel == os.curdir:
+        return check_folders(base)
+    if rel.startswith(os.pardir):
+        check_private(path)
+        return path
+    return check_folders(base, *rel.split(os.sep))
+
+
+def lock_for(locks, key):
+    """The per-key FileLock in the folder ``locks``; a link planted at its path is refused (the
+    lock file is opened for writing, which would follow it)."""
+    path = os.path.join(locks, key + ".lock")
+    if os.path.islink(path):
+        raise CacheSecurityError("%s is a symbolic link; the compile cache refuses links (remove it)" % path)
+    return FileLock(path)
 
 
 def private_subdir(name):
@@ -137,9 +151,9 @@ def compiler_identity(cc):
             known[stamp] = ident
             try:   # the first lookup of a fresh cache (a structural key) may come before any build
                 _private_dir(root())
+                _write_json_atomic(known_file, known)
             except (OSError, CacheSecurityError):
-                pass
-            _write_json_atomic(known_file, known)
+                pass   # (a cache that is not ours is not written: the probe runs again next time)
         _compiler_ids[stamp] = ident
         return ident
 
@@ -169,19 +183,10 @@ def _read_json(path):
 
 
 def _write_json_atomic(path, data):
-    tmp = "%s.%s.tmp" % (path, os.urandom(16).hex())
-    try:
-        with open(tmp, "w") as fh:
-            json.dump(data, fh, indent=1, sort_keys=True)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+    publish_private_file(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
-def _sha256_file(path):
+def sha256_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
@@ -193,8 +198,13 @@ def entry_dir(key):
     return os.path.join(root(), "entries", key[:2], key)
 
 
-def validate_entry(path, key):
-    """The library path of a sound entry; None if absent; raises ValueError (why) if damaged."""
+def _sound_entry(path, key):
+    """(library path, meta) of a sound entry; None if absent; raises ValueError (why) if damaged and
+    CacheSecurityError when a folder on the way to it, the entry or its library is not private."""
+    try:
+        check_path(os.path.dirname(path))   # the root, entries/ and the shard, as a build checks them
+    except OSError:   # absent, or not a folder: no entry
+        return None
     if not os.path.lexists(path):
         return None
     check_private(path)
@@ -205,9 +215,15 @@ def validate_entry(path, key):
     if not os.path.isfile(lib):
         raise ValueError("library missing")
     check_private(lib)
-    if _sha256_file(lib) != meta.get("lib_sha256"):
+    if sha256_file(lib) != meta.get("lib_sha256"):
         raise ValueError("library does not match its recorded hash (truncated or modified)")
-    return lib
+    return lib, meta
+
+
+def validate_entry(path, key):
+    """The library path of a sound entry; None if absent; raises ValueError (why) if damaged."""
+    found = _sound_entry(path, key)
+    return None if found is None else found[0]
 
 
 def _discard(path):
@@ -231,20 +247,32 @@ def discard_library(lib_path):
     return True
 
 
-def _publish(key, source, requirements, compiler, tmp_root, nodes=None):
-    build_dir = tempfile.mkdtemp(prefix="build-", dir=tmp_root)
+def _build_folder(kind, key, tmp_root):
+    """A new private folder ``tmp/<kind>-<key>-<random>`` for building the entry ``key``: made and
+    used only while its builder holds the key's lock, so a folder whose key's lock is free was
+    abandoned (its builder was killed) and ``clean_tmp`` may remove it."""
+    return tempfile.mkdtemp(prefix="%s-%s-" % (kind, key), dir=tmp_root)
+
+
+def _publish(key, source, requirements, compiler, tmp_root, nodes=None, graph_key=None):
+    build_dir = _build_folder("build", key, tmp_root)
     try:
         # lib.c -> lib.so; ``nodes`` and the key name the build in its log and progress lines
         build_library(source, "lib", requirements, compiler, directory=build_dir, key=key, nodes=nodes)
         os.rename(os.path.join(build_dir, "lib.c"), os.path.join(build_dir, SOURCE_NAME))
         meta = dict(key=key, abi_version=ABI_VERSION, compiler=compiler_identity(compiler or config.cxx),
-                    created=time.time(), lib_sha256=_sha256_file(os.path.join(build_dir, LIB_NAME)),
-                    source_sha256=hashlib.sha256(source.encode()).hexdigest(), prefix=source_prefix(source))
-        with open(os.path.join(build_dir, META_NAME), "w") as fh:
-            json.dump(meta, fh, indent=1, sort_keys=True)
-        target = entry_dir(key)
-        os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-        return _rename_into(build_dir, target, key)
+                    created=time.time(), lib_sha256=sha256_file(os.path.join(build_dir, LIB_NAME)),
+                    source_sha256=hashlib.sha256(source.encode()).hexdigest(), prefix=source_prefix(source),
+                    graph_keys=[graph_key] if graph_key else [])
+        write_private_file(os.path.join(build_dir, META_NAME), json.dumps(meta, indent=1, sort_keys=True).encode(),
+                           "the entry's meta.json")
+        return _rename_into(build_dir, entry_dir(key), key)
+    except OSError as err:
+        shutil.rmtree(build_dir, ignore_errors=True)
+        if is_no_space(err) and not isinstance(err, CacheNoSpaceError):
+            raise CacheNoSpaceError("the library of cache key %s" % key[:12], tmp_root,
+                                    room_needed(len(source))) from None
+        raise
     except BaseException:
         shutil.rmtree(build_dir, ignore_errors=True)
         raise
@@ -253,7 +281,10 @@ def _publish(key, source, requirements, compiler, tmp_root, nodes=None):
 def _rename_into(build_dir, target, key):
     """Publish ``build_dir`` as the entry ``target`` (one rename: readers see no entry or a whole
     one) and return its library. Where another process published the key first (a shared cache on a
-    file system without working locks), its sound entry is used and this build dropped."""
+    file system without working locks), its sound entry is used and this build dropped. The shard
+    folder is made private, and refused when it is a link (an entry published through it would
+    land outside the cache)."""
+    _private_dir(os.path.dirname(target))
     try:
         os.rename(build_dir, target)
     except OSError:
@@ -268,18 +299,33 @@ def _rename_into(build_dir, target, key):
     return os.path.join(target, LIB_NAME)
 
 
-def get_or_build(source, requirements, compiler=None, nodes=None):
-    """The path of a library built from ``source``, from the cache or freshly published to it
-    (``nodes``: how many nodes its graph has, for the log line a build starts with).
+_fallback_said = set()   # cache roots whose "read-only: building privately" was said
 
-    Returns None when the cache cannot be used (the caller builds privately).
+
+def _unusable(err, what):
+    """Say once per cache root that it cannot be written (``what`` failed with ``err``), so builds
+    go to a per-process folder; None, for the caller to return."""
+    where = root()
+    if where not in _fallback_said:
+        _fallback_said.add(where)
+        warnings.warn("the compile cache at %s cannot be written (%s: %s); libraries it does not hold are "
+                      "built in a per-process folder instead (said once)" % (where, what, err),
+                      CacheUnavailableWarning, stacklevel=3)
+    _log.info("cache not writable (%s): building privately", err)
+    return None
+
+
+_READ_ONLY = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def get_or_build(source, requirements, compiler=None, nodes=None, graph_key=None):
+    """The path of a library built from ``source``, from the cache or freshly published to it
+    (``nodes``: how many nodes its graph has, for the log line a build starts with; ``graph_key``:
+    the structural key of the graph it was generated from, recorded in the entry).
+
+    Returns None when the cache cannot be used (the caller builds privately): it cannot be made,
+    or it is read-only (warm hits still come from it).
     """
-    try:
-        _, locks, tmp_root = _folders()
-    except OSError as err:
-        warnings.warn("the compile cache at %s is not usable (%s); building in a per-process folder "
-                      "instead" % (root(), err), CacheUnavailableWarning)
-        return None
     key = cache_key(source, requirements, compiler)
     path = entry_dir(key)
     try:
@@ -289,8 +335,21 @@ def get_or_build(source, requirements, compiler=None, nodes=None):
             return lib  # the warm path: no lock, no subprocess
     except ValueError:
         pass  # damaged: rebuild under the lock
+    try:
+        _, locks, tmp_root = _folders()
+    except OSError as err:
+        warnings.warn("the compile cache at %s is not usable (%s); building in a per-process folder "
+                      "instead" % (root(), err), CacheUnavailableWarning)
+        return None
     waited = time.perf_counter()
-    with FileLock(os.path.join(locks, key + ".lock")):
+    try:
+        lock = lock_for(locks, key)
+        lock.acquire()
+    except OSError as err:
+        if err.errno in _READ_ONLY:
+            return _unusable(err, "taking the lock of key %s" % key[:12])
+        raise
+    try:
         waited = time.perf_counter() - waited
         damaged = None
         try:
@@ -304,45 +363,51 @@ def get_or_build(source, requirements, compiler=None, nodes=None):
                           CorruptEntryWarning)
             _discard(path)
         start = time.perf_counter()
-        lib = _publish(key, source, requirements, compiler, tmp_root, nodes)
+        try:
+            lib = _publish(key, source, requirements, compiler, tmp_root, nodes, graph_key)
+        except OSError as err:
+            if err.errno in _READ_ONLY and not isinstance(err, CacheNoSpaceError):
+                return _unusable(err, "publishing key %s" % key[:12])
+            raise
         if damaged is None:
             _log.info("cache miss: built %s in %.2f s", lib, time.perf_counter() - start)
         else:
             _log.info("cache entry damaged (%s): rebuilt %s in %.2f s", damaged, lib, time.perf_counter() - start)
         return lib
+    finally:
+        lock.release()
 
 
 def adopt_library(key, prefix, data, lib_sha256):
     """Publish a library built elsewhere (a pickle's bytes) as the entry ``key``, as a build would
     (per-key lock, private folder, atomic rename), and return its path; a sound entry already there
-    is kept. The caller has checked the bytes against ``lib_sha256``; they are checked again here,
-    as written. No compiler runs."""
+    is kept. The bytes must match ``lib_sha256`` and be a complete shared object of this ABI whose
+    note names ``prefix`` (library_file), checked as written and before anything loads them:
+    ValueError (LibraryFileError) otherwise. No compiler runs."""
     if not _HEX_KEY.match(key) or not _PREFIX.match(prefix):
         raise ValueError("not a cache key and symbol prefix: %r, %r" % (key, prefix))
     if hashlib.sha256(data).hexdigest() != lib_sha256:
         raise ValueError("library bytes of %s do not match their SHA-256" % prefix)
     _, locks, tmp_root = _folders()
     path = entry_dir(key)
-    with FileLock(os.path.join(locks, key + ".lock")):
+    with lock_for(locks, key):
         try:
             lib = validate_entry(path, key)
             if lib is not None:
                 return lib
         except ValueError:
             _discard(path)
-        build_dir = tempfile.mkdtemp(prefix="adopt-", dir=tmp_root)
+        build_dir = _build_folder("adopt", key, tmp_root)
         try:
             lib = os.path.join(build_dir, LIB_NAME)
-            with open(lib, "wb") as fh:
-                fh.write(data)
-            os.chmod(lib, 0o755)
-            if _sha256_file(lib) != lib_sha256:
+            write_private_file(lib, data, "the pickled library %s" % prefix, mode=0o700)
+            if sha256_file(lib) != lib_sha256:
                 raise OSError("the library of %s changed while it was written" % prefix)
+            check_library_file(lib, ABI_VERSION, prefix)
             meta = dict(key=key, abi_version=ABI_VERSION, compiler="(adopted: built elsewhere, sent in a pickle)",
-                        created=time.time(), lib_sha256=lib_sha256, prefix=prefix, adopted=True)
-            with open(os.path.join(build_dir, META_NAME), "w") as fh:
-                json.dump(meta, fh, indent=1, sort_keys=True)
-            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                        created=time.time(), lib_sha256=lib_sha256, prefix=prefix, adopted=True, graph_keys=[])
+            write_private_file(os.path.join(build_dir, META_NAME),
+                               json.dumps(meta, indent=1, sort_keys=True).encode(), "the entry's meta.json")
             lib = _rename_into(build_dir, path, key)
             _log.info("adopted a pickled library as %s", path)
             return lib
@@ -356,6 +421,7 @@ def adopt_library(key, prefix, data, lib_sha256):
 
 GRAPHS = "graphs"
 PYCODE = "pycode"   # the per-arity call's code (pycode.py)
+GRAPH_KEYS_KEPT = 64   # structural keys an entry remembers (graphs that generate the same source)
 _HEX_KEY = re.compile(r"[0-9a-f]{64}$")
 _PREFIX = re.compile(r"ffg_[0-9a-f]{24}$")
 
@@ -366,11 +432,10 @@ def graph_index_path(structural_key):
 
 def lookup_graph(structural_key):
     """(source key, symbol prefix) recorded for ``structural_key``, or None (none recorded, or a
-    record that is unreadable or malformed). A record another user owns or others may write
-    raises CacheSecurityError, as an entry would."""
-    path = graph_index_path(structural_key)
+    record that is unreadable or malformed). A record, or a folder on the way to it, that another
+    user owns or others may write raises CacheSecurityError, as an entry would."""
     try:
-        check_private(path)
+        path = check_folders(root(), GRAPHS, structural_key[:2], structural_key + ".json")
     except OSError:   # absent (FileNotFoundError) or unreadable: no record
         return None
     data = _read_json(path)
@@ -383,24 +448,40 @@ def lookup_graph(structural_key):
     return key, prefix
 
 
-def cached_library(key):
+def cached_library(key, structural_key=None, prefix=None):
     """The library of the sound entry ``key``, or None (absent or damaged: the caller generates the
-    source and ``get_or_build`` rebuilds it under the lock, with the usual warning)."""
+    source and ``get_or_build`` rebuilds it under the lock, with the usual warning). With
+    ``structural_key``, only an entry whose meta.json records that it was built for that graph (and,
+    with ``prefix``, under that symbol prefix) is used: an index record that names another graph's
+    entry is not believed."""
     try:
-        lib = validate_entry(entry_dir(key), key)
+        found = _sound_entry(entry_dir(key), key)
     except ValueError:
         return None
-    if lib is not None:
-        _log.info("cache hit: %s (found by the graph's structural key: no C generated)", lib)
+    if found is None:
+        return None
+    lib, meta = found
+    if structural_key is not None:
+        graph_keys = meta.get("graph_keys")
+        if not isinstance(graph_keys, list) or structural_key not in graph_keys or \
+                (prefix is not None and meta.get("prefix") != prefix):
+            _log.info("the index record of graph %s names entry %s, which was not built for that graph: "
+                      "generating its source", structural_key[:12], key[:12])
+            return None
+    _log.info("cache hit: %s (found by the graph's structural key: no C generated)", lib)
     return lib
 
 
 def record_graph(structural_key, key, prefix):
-    """Remember that ``structural_key`` builds the entry ``key`` (symbols ``prefix``); best effort."""
+    """Remember that ``structural_key`` builds the entry ``key`` (symbols ``prefix``): in the entry's
+    meta.json (its list of the graphs it was built for, which a lookup checks) and in the index
+    ``graphs/``; best effort."""
     if not _HEX_KEY.match(key) or not _PREFIX.match(prefix):
         raise ValueError("not a source key and symbol prefix: %r, %r" % (key, prefix))
     try:
         folder = private_shard(GRAPHS, structural_key)
+        if not _note_graph_key(key, structural_key):
+            return
     except (OSError, CacheSecurityError):
         return
     record = dict(structural_key=structural_key, key=key, prefix=prefix, created=time.time())
@@ -408,33 +489,28 @@ def record_graph(structural_key, key, prefix):
                          json.dumps(record, indent=1, sort_keys=True).encode())
 
 
-def publish_private_file(path, data):
-    """Write ``data`` (bytes) to ``path`` as its owner's alone whatever the umask (readers refuse a
-    file others may write), atomically: readers see no file or a whole one. Best effort: False when
-    it could not be written."""
-    tmp = "%s.%s.tmp" % (path, os.urandom(16).hex())
+def _note_graph_key(key, structural_key):
+    """Add ``structural_key`` to the graphs the sound entry ``key`` records (under its lock; the
+    newest GRAPH_KEYS_KEPT are kept); False when the entry is not sound."""
+    path = entry_dir(key)
     try:
-        with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-        return True
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        found = _sound_entry(path, key)
+    except ValueError:
         return False
-
-
-def read_private_file(path):
-    """The bytes of ``path``, or None when it is absent or unreadable; CacheSecurityError when
-    another user owns it or others may write it (what is read may be run)."""
-    try:
-        check_private(path)
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
-        return None
+    if found is None:
+        return False
+    graph_keys = found[1].get("graph_keys")
+    if isinstance(graph_keys, list) and structural_key in graph_keys:
+        return True   # (a build records the key it was built for: the usual case)
+    with lock_for(_folders()[1], key):
+        found = _sound_entry(path, key)
+        if found is None:
+            return False
+        meta = found[1]
+        graph_keys = [k for k in meta.get("graph_keys") or () if isinstance(k, str) and k != structural_key]
+        meta["graph_keys"] = (graph_keys + [structural_key])[-GRAPH_KEYS_KEPT:]
+        write_private_file(os.path.join(path, META_NAME), json.dumps(meta, indent=1, sort_keys=True).encode())
+    return True
 
 
 def private_shard(name, digest):
@@ -504,21 +580,62 @@ def list_entries():
     return found
 
 
-def clean_tmp(older_than=STALE_TMP_SECONDS):
-    """Remove build folders left by processes that died mid-build."""
+_BUILD_FOLDER = re.compile(r"(build|adopt)-([0-9a-f]{64})-")
+
+
+def leftover_builds(older_than=STALE_TMP_SECONDS):
+    """[(path, why)] of the folders in ``tmp/`` that no running build uses: a build or adoption
+    folder (``<kind>-<key>-...``) whose key's lock is free (its builder holds that lock while the
+    folder exists, so its builder is gone: killed mid-build), a damaged entry moved aside
+    (``discarded-...``), or a folder of another form older than ``older_than`` seconds."""
     tmp_root = os.path.join(root(), "tmp")
-    removed = 0
-    if not os.path.isdir(tmp_root):
-        return removed
-    now = time.time()
-    for name in os.listdir(tmp_root):
+    try:
+        names = sorted(os.listdir(tmp_root))
+    except OSError:
+        return []
+    locks = os.path.join(root(), "locks")
+    now, found = time.time(), []
+    for name in names:
         path = os.path.join(tmp_root, name)
-        try:
-            if now - os.path.getmtime(path) >= older_than:
-                shutil.rmtree(path, ignore_errors=True)
-                removed += 1
-        except OSError:
-            pass
+        match = _BUILD_FOLDER.match(name)
+        if match:
+            if _lock_is_free(locks, match.group(2)):
+                found.append((path, "abandoned %s of key %s (its lock is free)" % (match.group(1), match.group(2)[:12])))
+        elif name.startswith("discarded-"):
+            found.append((path, "a damaged entry moved aside"))
+        else:
+            try:
+                if now - os.lstat(path).st_mtime >= older_than:
+                    found.append((path, "left %.1f hours ago" % ((now - os.lstat(path).st_mtime) / 3600)))
+            except OSError:
+                pass
+    return found
+
+
+def _lock_is_free(locks, key):
+    path = os.path.join(locks, key + ".lock")
+    if not os.path.lexists(path):
+        return True   # (a lock is never removed while its key builds)
+    if os.path.islink(path):
+        return False   # (not ours to open; verify reports it)
+    lock = FileLock(path, timeout=0)
+    try:
+        lock.acquire()
+    except (Timeout, OSError):
+        return False
+    lock.release()
+    return True
+
+
+def clean_tmp(older_than=STALE_TMP_SECONDS):
+    """Remove the build folders of processes that died mid-build (``leftover_builds``); how many."""
+    removed = 0
+    for path, _ in leftover_builds(older_than):
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            shutil.rmtree(path, ignore_errors=True)
+        removed += not os.path.lexists(path)
     return removed
 
 
@@ -531,7 +648,8 @@ def clear():
 
 
 def purge(older_than_days):
-    """Remove entries created more than ``older_than_days`` ago, and stale build folders."""
+    """Remove entries created more than ``older_than_days`` ago or damaged, and the index records
+    that name them; how many entries (``clean_tmp`` removes what builds left behind)."""
     limit = time.time() - older_than_days * 86400
     removed = 0
     for key, path, size, created, sound in list_entries():
@@ -539,7 +657,6 @@ def purge(older_than_days):
             _discard(path)
             removed += 1
     _purge_graph_records(limit)
-    clean_tmp()
     return removed
 
 

@@ -42,7 +42,6 @@ import tempfile
 import threading
 
 import numpy as np
-from filelock import FileLock
 
 from ffigraph.abi import MAX_NDIM, ffi, prebuilt
 from ffigraph.linkers.c import cache
@@ -211,24 +210,48 @@ def _library():
 
 def _built():
     """The trampoline's path in the cache (built there first if needed; a private build when the cache
-    cannot be used)."""
+    cannot be used). Its SHA-256 is recorded beside it (``<key>.so.sha256``) and checked before it is
+    loaded: a library that does not match is built again and replaced."""
     try:
         folder = cache.private_subdir("callshim")
-    except OSError:
+    except (OSError, cache.CacheSecurityError):
         return build_library(SOURCE, NAME, {})
     path = os.path.join(folder, cache.cache_key(SOURCE, {}) + ".so")
-    if not os.path.exists(path):
-        with FileLock(path + ".lock"):
-            if not os.path.exists(path):
-                work = tempfile.mkdtemp(prefix="build-", dir=folder)
-                try:
-                    built = build_library(SOURCE, NAME, {}, directory=work)
-                    os.rename(built, path)   # atomic: a reader finds no library or a whole one
-                    _log.debug("built the call trampoline %s", path)
-                finally:
-                    shutil.rmtree(work, ignore_errors=True)
-    cache.check_private(path)
+    try:
+        return _cached(folder, path)
+    except cache.CacheSecurityError as why:   # someone else's file, or a link: not loaded, built privately
+        _log.warning("the call trampoline in the cache is not loaded (%s); building a private one", why)
+        return build_library(SOURCE, NAME, {})
+
+
+def _cached(folder, path):
+    if sound_library(path):
+        return path
+    with cache.lock_for(folder, os.path.basename(path)):
+        if not sound_library(path):
+            work = tempfile.mkdtemp(prefix="build-", dir=folder)
+            try:
+                built = build_library(SOURCE, NAME, {}, directory=work)
+                cache.write_private_file(path + ".sha256", cache.sha256_file(built).encode())
+                os.rename(built, path)   # atomic: a reader finds no library or a whole one
+                _log.debug("built the call trampoline %s", path)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+    if not sound_library(path):
+        raise cache.CacheSecurityError("the call trampoline %s does not match the hash recorded beside it "
+                                       "right after it was built" % path)
     return path
+
+
+def sound_library(path):
+    """Whether the trampoline library ``path`` and its recorded hash are both private (not links,
+    the user's alone) and agree; CacheSecurityError when one of them is not private."""
+    try:
+        cache.check_private(path)
+        recorded = cache.read_private_file(path + ".sha256")
+    except FileNotFoundError:
+        return False
+    return recorded is not None and recorded.decode("ascii", "replace") == cache.sha256_file(path)
 
 
 def _address(cdata):

@@ -1015,6 +1015,16 @@ static const FfgDescription ffg_description = {
     "%(P)s", "FFG_SOURCE_HASH"
 };
 
+/* An ELF note the loader ignores and ffigraph reads before it loads a file (library_file.py): the
+   ABI this library speaks and its symbol prefix, so that a library of another ABI is refused
+   before its constructors could run. */
+#if defined(__ELF__)
+static const struct { uint32_t namesz, descsz, type; char name[12]; uint32_t abi; char prefix[32]; }
+ffg_abi_note __attribute__((section(".note.ffigraph"), aligned(4), used)) = {
+    9, 36, 1, "ffigraph", FFG_ABI_VERSION, "%(P)s"
+};
+#endif
+
 FFG_EXPORT uint32_t %(P)s_version(void)
 {
     return FFG_ABI_VERSION;

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 
-from ffigraph.abi import ffi
+from ffigraph.abi import dtype_code, ffi
 from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.linkers import devices, lazy
 from ffigraph.linkers.basic import Linker, annotate_node_error, make_storage_map, sequence_thunks
 from ffigraph.linkers.timing import compile_phase
 from ffigraph.linkers.c.callshim import packed_run
-from ffigraph.linkers.c.codegen import comment_text, generate, node_has_c_code
+from ffigraph.linkers.c.codegen import OP_LABEL_LIMIT, comment_text, generate, node_has_c_code, short_text
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.graph_key import structural_key
 from ffigraph.linkers.c.load import library_at, library_for
@@ -86,7 +87,7 @@ class CompiledGraph:
         else:
             with compile_phase("codegen"):
                 self._source = generate(fgraph, input_roles, output_roles, alias, profile=profile)
-            self.library = library_for(self._source, compiler)
+            self.library = library_for(self._source, compiler, graph_key=lookup.key)
             if lookup.key is not None:
                 _remember(lookup.key, self._source, self.library, compiler)
             self.nodes = self._source.nodes
@@ -234,6 +235,7 @@ class WarmLookup:
 
     def __init__(self, fgraph, input_roles=None, output_roles=None, compiler=None, profile=False):
         inputs = list(fgraph.inputs)
+        self.fgraph, self.input_roles, self.output_roles = fgraph, input_roles, output_roles
         self.alias = [_alias_slot(v, inputs) for v in fgraph.outputs]
         with compile_phase("codegen"):
             self.order = lazy.execution_order(fgraph)   # the generator's order, which the key covers
@@ -241,12 +243,53 @@ class WarmLookup:
         self.found = cache.lookup_graph(self.key) if self.key is not None else None
 
     def library(self, compiler):
-        """The loaded library of the record, or None (no record, or its entry is absent or damaged:
-        the caller generates the source, which rebuilds what is needed)."""
+        """The loaded library of the record, or None (no record, or its entry is absent, damaged or
+        not built for this graph: the caller generates the source, which rebuilds what is needed).
+
+        Before it runs, a warm hit proves the library is this graph's: the entry's meta.json must
+        list this structural key among the graphs it was built for (an index record naming another
+        graph's entry is not believed), and once loaded, the library's describe() table must agree
+        with the graph: its slots' roles, ranks and dtypes, and its nodes' ops."""
         if self.found is None:
             return None
         key, prefix = self.found
-        return library_at(prefix, lambda: cache.cached_library(key), compiler)
+        skey = self.key
+        library = library_at(prefix, lambda: cache.cached_library(key, skey, prefix), compiler)
+        if library is None:
+            return None
+        differs = self._description_differs(library)
+        if differs:
+            warnings.warn("the compile cache entry %s was recorded for this graph but its library describes "
+                          "another one (%s); generating the graph's source instead" % (library.path, differs),
+                          cache.CorruptEntryWarning)
+            return None
+        return library
+
+    def _description_differs(self, library):
+        """What in ``library``'s describe() table disagrees with this graph, or "" (nothing)."""
+        desc = library.describe()
+        fgraph = self.fgraph
+        for what, variables, roles, n, table in (("input", fgraph.inputs, self.input_roles, desc.n_inputs,
+                                                  desc.inputs),
+                                                 ("output", fgraph.outputs, self.output_roles, desc.n_outputs,
+                                                  desc.outputs)):
+            if n != len(variables):
+                return "%d %s slots, the graph has %d" % (n, what, len(variables))
+            for i, var in enumerate(variables):
+                slot = table[i]
+                code, bits = dtype_code(var.type.c_abi_dtype())
+                want = (roles[i] if roles else (ROLE_INPUT if what == "input" else ROLE_OUTPUT),
+                        len(getattr(var.type, "shape", ())), code, bits)
+                got = (slot.role, slot.ndim, slot.dtype.code, slot.dtype.bits)
+                if got != want:
+                    return "%s %d is (role, ndim, dtype code, bits) %s, the graph's %s" % (what, i, got, want)
+        if desc.n_nodes != len(self.order):
+            return "%d nodes, the graph has %d" % (desc.n_nodes, len(self.order))
+        for k, node in enumerate(self.order):
+            op = ffi.string(desc.nodes[k].op).decode("utf-8", "replace")
+            if op != short_text(node.op, OP_LABEL_LIMIT):
+                return "node #%d is %s, the graph's is %s" % (k, op, short_text(node.op, OP_LABEL_LIMIT))
+        return ""
 
 
 def _remember(skey, graph_source, library, compiler):

@@ -185,9 +185,11 @@ def register_shipped(prefix, path):
     _shipped[prefix] = path
 
 
-def library_for(graph_source, compiler=None):
+def library_for(graph_source, compiler=None, graph_key=None):
     """The loaded library for a generated source: built and loaded at most once per process while
-    anything uses it (a library that every user dropped is closed, and loaded again if asked)."""
+    anything uses it (a library that every user dropped is closed, and loaded again if asked).
+    ``graph_key``: the structural key of the graph the source was generated from, recorded in the
+    cache entry a build publishes."""
     def locate():   # a library that came in a pickle, a cache lookup, or the compiler's run
         shipped = _shipped.get(graph_source.prefix)
         if shipped is not None and os.path.isfile(shipped):
@@ -195,7 +197,8 @@ def library_for(graph_source, compiler=None):
         nodes = len(graph_source.nodes)   # named in the line a build logs as it starts
         path = None
         if graph_source.cacheable:  # every type and op gave a c_code_cache_version
-            path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler, nodes=nodes)
+            path = cache.get_or_build(graph_source.source, graph_source.requirements, compiler, nodes=nodes,
+                                      graph_key=graph_key)
         if path is None:  # kept for this process only
             path = build_library(graph_source.source, graph_source.prefix, graph_source.requirements, compiler,
                                  nodes=nodes)

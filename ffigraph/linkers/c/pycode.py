@@ -5,8 +5,11 @@ Compiling the call written for a function with many inputs and outputs (a 20-lay
 training step: 42 in, 41 out) takes some 12 ms, a fifth of a warm ``function()``. The code object
 depends only on the text and the interpreter, so it is stored under the SHA-256 of both in the
 cache's ``pycode`` folder, as private as its libraries (cache.publish_private_file: the owner's
-alone, atomic; a file another user owns or others may write is refused, since it would be run),
-and read back by the next process. An unreadable or foreign file is compiled again and replaced.
+alone, atomic), with the SHA-256 of the marshalled bytes in its first line, and read back by the
+next process. A file that is not sound is never unmarshalled (marshal trusts its input, and the
+code would run): absent, unreadable, damaged (its hash does not match), another user's, writable
+by others, a link, or in a folder that is not private. It is compiled again and, where the
+folder is the user's, replaced.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ from ffigraph.linkers.c import cache
 # compiled function's call namespace, which holds its library open).
 _memo = {}
 _lock = threading.Lock()
-_MAGIC = ("ffigraph-pycode-1 %s %s" % (sys.implementation.cache_tag, sys.version)).encode()
+_MAGIC = ("ffigraph-pycode-2 %s %s" % (sys.implementation.cache_tag, sys.version)).encode()
 
 
 def compiled(source: str, filename: str):
@@ -34,14 +37,13 @@ def compiled(source: str, filename: str):
     if data is not None:
         return marshal.loads(data)
     digest = hashlib.sha256(_MAGIC + b"\0" + filename.encode() + b"\0" + source.encode()).hexdigest()
-    path = os.path.join(cache.root(), cache.PYCODE, digest[:2], digest + ".marshal")
-    data, code = _read(path)
+    data, code = _read(digest)
     if code is None:
         code = compile(source, filename, "exec")
         data = marshal.dumps(code)
         try:
             cache.publish_private_file(os.path.join(cache.private_shard(cache.PYCODE, digest),
-                                                    digest + ".marshal"), _MAGIC + b"\n" + data)
+                                                    digest + ".marshal"), file_bytes(data))
         except (OSError, cache.CacheSecurityError):   # a cache that cannot be written only costs the compile
             pass
     with _lock:
@@ -49,12 +51,32 @@ def compiled(source: str, filename: str):
     return code
 
 
-def _read(path):
-    """(the marshalled code, the code object) stored at ``path``, or (None, None)."""
-    data = cache.read_private_file(path)
-    if data is None or not data.startswith(_MAGIC + b"\n"):
+def file_bytes(data):
+    """What a pycode file holds: the magic line, the SHA-256 of the marshalled bytes, the bytes."""
+    return _MAGIC + b"\n" + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
+
+def marshalled(content):
+    """The marshalled bytes of a pycode file's ``content``, or None when it is of another
+    interpreter or damaged (its hash does not match)."""
+    head = _MAGIC + b"\n"
+    if content is None or not content.startswith(head):
+        return None
+    digest, newline, data = content[len(head):].partition(b"\n")
+    if not newline or hashlib.sha256(data).hexdigest().encode() != digest:
+        return None
+    return data
+
+
+def _read(digest):
+    """(the marshalled code, the code object) stored for ``digest``, or (None, None)."""
+    try:
+        path = cache.check_path(os.path.join(cache.root(), cache.PYCODE, digest[:2], digest + ".marshal"))
+        data = marshalled(cache.read_private_file(path))
+    except (OSError, cache.CacheSecurityError):   # absent, or not only the user's: compiled again
         return None, None
-    data = data[len(_MAGIC) + 1:]
+    if data is None:
+        return None, None
     try:
         code = marshal.loads(data)
     except (ValueError, EOFError, TypeError):
