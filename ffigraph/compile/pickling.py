@@ -33,7 +33,7 @@ from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
 from ffigraph.linkers.c import cache
 from ffigraph.linkers.c.build import CompileError
-from ffigraph.linkers.c.library_file import LibraryFileError, check_library_bytes
+from ffigraph.linkers.c.library_file import LibraryFileError, NoAbiNoteError, check_library_bytes
 from ffigraph.linkers.c.load import register_shipped
 
 RECORD_VERSION = 1
@@ -109,6 +109,8 @@ def adopt(record):
         return "library %s was built for %s, this machine is %s" % (prefix, record["platform"], platform_tag())
     try:
         check_library_bytes(data, ABI_VERSION, prefix, where="the library %s in this pickle" % prefix)
+    except NoAbiNoteError as why:   # (an older ffigraph's pickle: its graph is compiled again here)
+        return str(why)
     except LibraryFileError as why:
         raise pickle.UnpicklingError("%s: refused, nothing was written or loaded" % why) from None
     try:

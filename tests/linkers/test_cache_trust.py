@@ -148,6 +148,11 @@ def test_a_library_damaged_on_disk_is_not_pickled_and_half_a_library_is_never_ad
         with pytest.raises(pickle.UnpicklingError, match=why):
             pickling.adopt(forged)
         assert not os.path.exists(cache.entry_dir("0" * 64))
+    # bytes without the note (an older ffigraph's pickle): not adopted, the graph is compiled again
+    no_note = record["data"].replace(b"ffigraph\0", b"ffigrapX\0")
+    why = pickling.adopt(dict(record, data=no_note, lib_sha256=pickling.hashlib.sha256(no_note).hexdigest(),
+                              key="1" * 64))
+    assert "carries no ffigraph ABI note" in why and not os.path.exists(cache.entry_dir("1" * 64))
 
 
 def test_a_failed_compile_writes_its_source_through_no_link(cachedir, tmp_path):

@@ -31,6 +31,11 @@ class LibraryFileError(ValueError):
     """Not a complete graph library of this ABI for this machine (the message says what is wrong)."""
 
 
+class NoAbiNoteError(LibraryFileError):
+    """A complete shared object without ffigraph's ABI note: built by an ffigraph from before the
+    note, or not by ffigraph at all."""
+
+
 def _align4(n):
     return (n + 3) & ~3
 
@@ -94,7 +99,7 @@ def check_library_bytes(data, abi_version, prefix=None, where="the library", not
         return None
     note = read_note(data, sections)
     if note is None:
-        raise LibraryFileError("%s carries no ffigraph ABI note: not a library this ffigraph generated "
+        raise NoAbiNoteError("%s carries no ffigraph ABI note: not a library this ffigraph generated "
                                "(or one from before ABI notes)" % where)
     found_abi, found_prefix = note
     if found_abi != abi_version:
