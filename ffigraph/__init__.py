@@ -7,7 +7,7 @@ import logging
 
 from ffigraph.config import config
 from ffigraph.compile import DebugMode, In, Mode, MonitorMode, NanGuardMode, Out, function, shared
-from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable
+from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable, clone_replace, graph_replace
 from ffigraph.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad
 # the subpackages users reach as attributes (``ffigraph.tensor.dvector``, ``ffigraph.printing.debugprint``);
 # last, since they build on the layers above (tensor, then printing, which may name tensor ops)
@@ -54,8 +54,13 @@ logging.getLogger("ffigraph").addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
 
+# Theano's ``theano.clone(output, replace=None, strict=True, share_inputs=True)`` is PyTensor's
+# ``clone_replace`` (ffigraph.graph.clone copies the graph between given inputs and outputs instead)
+clone = clone_replace
+
 __all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode",
-           "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "grad", "Lop", "Rop", "jacobian", "hessian",
+           "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "clone", "clone_replace",
+           "graph_replace", "grad", "Lop", "Rop", "jacobian", "hessian",
            "verify_grad",
            "RandomStream", "RandomStreams", "MRG_RandomStreams", "scan", "foldl", "foldr", "pp", "pprint",
            "__version__"]

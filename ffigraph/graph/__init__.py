@@ -8,8 +8,10 @@ from ffigraph.graph.basic import (
     clone_get_equiv,
     clone_replace,
     graph_inputs,
+    graph_replace,
     io_toposort,
 )
+from ffigraph.graph.compare import equal_computations, is_same_graph
 from ffigraph.graph.fg import Feature, FunctionGraph, InconsistencyError, MissingInputError
 from ffigraph.graph.op import Op
 from ffigraph.graph.type import Type
@@ -17,5 +19,5 @@ from ffigraph.graph.type import Type
 __all__ = [
     "Apply", "Constant", "Variable", "Op", "Type", "FunctionGraph", "Feature",
     "InconsistencyError", "MissingInputError", "ancestors", "clone", "clone_get_equiv",
-    "clone_replace", "graph_inputs", "io_toposort",
+    "clone_replace", "graph_inputs", "graph_replace", "io_toposort", "equal_computations", "is_same_graph",
 ]

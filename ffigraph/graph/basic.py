@@ -189,8 +189,16 @@ class Variable:
             return "%s.%d" % (op, self.index)
         return "<%s>" % (self.type,)
 
-    def __repr__(self):
-        return str(self)
+    def __repr__(self, firstPass=True):
+        """The variable's name or description; with ``config.print_test_value``, its test value
+        (if it has one) on a second line, as in Theano and PyTensor."""
+        text = str(self)
+        if config.print_test_value and firstPass:
+            try:
+                return "%s\n%r" % (text, self.get_test_value())
+            except TestValueError:
+                pass
+        return text
 
     def get_parents(self):
         return [self.owner] if self.owner is not None else []
@@ -301,10 +309,13 @@ class Constant(Variable):
 
 
 def ancestors(outputs, blockers=()):
-    """Every variable that ``outputs`` depend on (themselves included), stopping at ``blockers``."""
+    """Every variable that ``outputs`` depend on (themselves included), stopping at ``blockers``,
+    in Theano's order: a depth-first search that takes the outputs from the last one and each
+    node's inputs from the first one, listing a variable where it is first met (so
+    ``dot(x, W) + b`` gives x, W, b)."""
     blockers = set(blockers)
     seen, order = set(), []
-    stack = list(outputs)[::-1]
+    stack = list(outputs)
     while stack:
         v = stack.pop()
         if v in seen:
@@ -317,7 +328,8 @@ def ancestors(outputs, blockers=()):
 
 
 def graph_inputs(outputs, blockers=()):
-    """The ownerless variables (inputs and constants) that ``outputs`` depend on."""
+    """The ownerless variables (inputs and constants) that ``outputs`` depend on, in the order
+    ``ancestors`` meets them: Theano's ``theano.gof.graph.inputs``."""
     return [v for v in ancestors(outputs, blockers) if v.owner is None or v in blockers]
 
 
@@ -376,21 +388,84 @@ def clone(inputs, outputs, copy_inputs=True):
     return [equiv[v] for v in inputs], [equiv[v] for v in outputs]
 
 
-def clone_replace(outputs, replace=None):
-    """Copy the graph of ``outputs`` with each key of ``replace`` swapped for its value."""
+def _replacement_pairs(replace, what):
     pairs = list(replace.items()) if isinstance(replace, dict) else list(replace or [])
+    for pair in pairs:
+        if len(pair) != 2 or not isinstance(pair[0], Variable) or not isinstance(pair[1], Variable):
+            raise TypeError("%s: replace must map Variables to Variables, got %r" % (what, pair))
+    return pairs
+
+
+def clone_replace(output, replace=None, strict=True, share_inputs=True):
+    """A copy of the graph of ``output`` (a variable, or a list or tuple of them: the same form
+    comes back) with each key of ``replace`` (a dict or pairs) swapped for its value: Theano's
+    ``theano.clone`` and PyTensor's ``clone_replace``. A key may be any variable of the graph,
+    an intermediate one included; the graph above it is not copied.
+
+    strict: a replacement must have the type of what it replaces (or one convertible to it);
+    with ``strict=False`` its type may differ and the nodes that read it are made again by
+    their ops, so their outputs get the types that follow.
+    share_inputs: the copy reads the same free variables (and shared variables) as the original;
+    with False it reads copies of them (a copied shared variable keeps the same storage).
+    """
+    pairs = _replacement_pairs(replace, "clone_replace")
+    single = isinstance(output, Variable)
+    outs = [output] if single else list(output)
+    memo = {}
+    for old, new in pairs:
+        if old.type != new.type and strict:
+            converted = old.type.convert_variable(new)
+            if converted is None:
+                converted = old.type.filter_variable(new)
+            new = converted
+        memo[old] = new
+    # The replaced variables are leaves of the copy, so the traversal stops there.
+    leaves = graph_inputs(outs, blockers=memo)
+    if not share_inputs:
+        for v in leaves:
+            if v not in memo and not isinstance(v, Constant):
+                memo[v] = v.clone()
+    if strict:
+        equiv = clone_get_equiv(leaves, outs, copy_inputs=False, memo=memo)
+    else:
+        equiv = _rebuild(outs, memo)
+    result = [equiv[v] for v in outs]
+    if single:
+        return result[0]
+    return tuple(result) if isinstance(output, tuple) else result
+
+
+def _rebuild(outputs, memo):
+    """{old: new} for the graph of ``outputs`` over the replacements in ``memo``, each node whose
+    inputs changed made again by its op (the types that follow from the new inputs)."""
+    for node in io_toposort([v for v in memo], outputs):
+        new_inputs = [memo.get(v, v) for v in node.inputs]
+        if all(n is o for n, o in zip(new_inputs, node.inputs)):
+            continue
+        same_types = all(n.type == o.type for n, o in zip(new_inputs, node.inputs))
+        new_node = node.clone_with_new_inputs(new_inputs, strict=same_types)
+        for old, new in zip(node.outputs, new_node.outputs):
+            memo[old] = new
+    for v in outputs:
+        memo.setdefault(v, v)
+    return memo
+
+
+def graph_replace(outputs, replace, strict=True):
+    """PyTensor's ``graph_replace``: the graph of ``outputs`` with the variables ``replace`` maps
+    (intermediate ones included) swapped for their values, types kept. With ``strict``, a key
+    the outputs do not depend on is a ValueError (a replacement that would silently do nothing)."""
+    pairs = _replacement_pairs(replace, "graph_replace")
     single = isinstance(outputs, Variable)
     outs = [outputs] if single else list(outputs)
-    for old, new in pairs:
-        if not isinstance(old, Variable) or not isinstance(new, Variable):
-            raise TypeError("clone_replace: %r -> %r must map Variables to Variables" % (old, new))
-        if old.type != new.type:
-            new = old.type.filter_variable(new)
-    memo = {old: new for old, new in pairs}
-    # The replaced variables are leaves of the copy, so the traversal stops there.
-    inputs = [v for v in graph_inputs(outs, blockers=memo)]
-    equiv = clone_get_equiv(inputs, outs, copy_inputs=False, memo=memo)
-    result = [equiv[v] for v in outs]
+    if strict:
+        reached = set(ancestors(outs, blockers=[old for old, _ in pairs]))
+        unused = [old for old, _ in pairs if old not in reached]
+        if unused:
+            raise ValueError("graph_replace: the outputs do not depend on %s, so replacing %s does nothing "
+                             "(pass strict=False to allow it)"
+                             % (", ".join(map(str, unused)), "it" if len(unused) == 1 else "them"))
+    result = clone_replace(outs, pairs)
     return result[0] if single else result
 
 

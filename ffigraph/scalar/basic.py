@@ -125,6 +125,17 @@ def _softplus(x):
     return np.logaddexp(x.dtype.type(0), x)
 
 
+def _xlogx(x):
+    # Theano's XlogX: 0 where x is 0 (the limit), x log x elsewhere
+    return np.where(x == 0, x.dtype.type(0), x * np.log(np.where(x == 0, x.dtype.type(1), x)))
+
+
+def _xlogy0(x, y):
+    # Theano's XlogY0: 0 where x is 0, whatever y, x log y elsewhere
+    x, y = np.broadcast_arrays(x, y)
+    return np.where(x == 0, x.dtype.type(0), x * np.log(np.where(x == 0, y.dtype.type(1), y)))
+
+
 _erf_vec = np.vectorize(math.erf, otypes=[np.float64])
 
 
@@ -298,6 +309,9 @@ SCALAR_TABLE = {
     "arctan2": (2, np.arctan2, "float", "biuf"),
     "hypot": (2, np.hypot, "float", "biuf"),
     "logaddexp": (2, np.logaddexp, "float", "biuf"),
+    # Theano's theano.tensor.xlogx module
+    "xlogx": (1, _xlogx, "float", "biuf"),
+    "xlogy0": (2, _xlogy0, "float", "biuf"),
     # ternary
     "switch": (3, _switch, "switch", "biufc"),
     "clip": (3, np.clip, "same", "biuf"),

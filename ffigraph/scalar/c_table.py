@@ -84,6 +84,10 @@ def c_expression(name, dtype, ops):
     if name in ("deg2rad", "rad2deg"):
         factor = math.pi / 180 if name == "deg2rad" else 180 / math.pi
         return "(%s * %s)" % (a, _float_literal(factor, dt)), None
+    if name in ("xlogx", "xlogy0"):
+        # Theano's XlogX / XlogY0: 0 where x is 0 (whatever y is), x log y elsewhere
+        return "(%s == 0 ? %s : %s * %s(%s))" % (a, _float_literal(0, dt), a, _fn("log", dt),
+                                                a if name == "xlogx" else b), None
     if name == "logaddexp":
         # numpy's npy_logaddexp: equal values (infinities too) give a + log 2; otherwise the larger
         # plus log1p(exp(smaller - larger)); NaN (no comparison holds) gives a - b, a NaN

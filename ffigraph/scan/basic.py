@@ -244,9 +244,14 @@ def scan(fn, sequences=None, outputs_info=None, non_sequences=None, n_steps=None
         outer_non_seqs.append(v)
     free = [v for v in graph_inputs(raw, blockers=set(replace))
             if v not in known and v not in replace and not isinstance(v, Constant)]
-    if strict and free:
-        raise ValueError("scan%s (strict=True): the step function reads %s, not given as non_sequences"
-                         % (" %r" % name if name else "", ", ".join(str(v) for v in free)))
+    # strict=True (Theano's and PyTensor's rule): every shared variable the step reads must come in
+    # through non_sequences; free symbolic variables still become implicit non-sequences
+    unlisted_shared = [v for v in free if isinstance(v, SharedVariable)]
+    if strict and unlisted_shared:
+        raise ValueError("scan%s (strict=True): the step function reads the shared variable%s %s, not given in "
+                         "non_sequences (with strict=True every shared variable the step uses must be listed there)"
+                         % (" %r" % name if name else "", "s" if len(unlisted_shared) > 1 else "",
+                            ", ".join(str(v) for v in unlisted_shared)))
     for v in free:
         replace[v] = v.type()
         replace[v].name = v.name

@@ -12,8 +12,8 @@ from ffigraph.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIn
 from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
-from ffigraph.tensor.gradient import grad, hessian, jacobian  # noqa: E402  (Theano's T.grad)
-from ffigraph.tensor import nnet, special  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, ...)
+from ffigraph.tensor.gradient import Lop, Rop, grad, hessian, jacobian  # noqa: E402  (Theano's T.grad, T.Rop)
+from ffigraph.tensor import nnet, special, xlogx  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, T.xlogx.xlogx)
 from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)
 
 __all__ = list(_basic_all) + list(_math_all)
@@ -21,7 +21,7 @@ __all__ += [
     "Reshape", "flatten", "inferred_shape", "reshape", "shape", "shape_i", "Subtensor", "SUPPORTED_DTYPES",
     "IncSubtensor", "inc_subtensor", "set_subtensor", "AdvancedSubtensor1", "AdvancedSubtensor",
     "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
-    "grad", "jacobian", "hessian",
+    "grad", "jacobian", "hessian", "Rop", "Lop",
 ]
 __all__ += ["logsumexp"]
 if _typing.TYPE_CHECKING:

@@ -127,6 +127,19 @@ class NotScalarConstantError(ValueError):
     pass
 
 
+def get_vector_length(v):
+    """The length of the vector ``v`` when it is known before the graph runs (its static shape:
+    a shape, a constant, a stack of scalars, their slices and joins); ValueError otherwise, as
+    in PyTensor."""
+    v = as_tensor_variable(v)
+    if v.ndim != 1:
+        raise ValueError("%s is not a vector (it has %d dimensions), so it has no vector length" % (v, v.ndim))
+    length = v.type.shape[0]
+    if length is None:
+        raise ValueError("the length of %s is not known before the graph runs" % (v,))
+    return length
+
+
 # ------------------------------------------------------------------ constructors
 
 
@@ -159,9 +172,13 @@ _PREFIXES = {"b": "int8", "w": "int16", "i": "int32", "l": "int64",
              "f": "float32", "d": "float64", "c": "complex64", "z": "complex128"}
 _KINDS = {"scalar": 0, "vector": 1, "matrix": 2, "tensor3": 3, "tensor4": 4, "tensor5": 5, "tensor6": 6,
           "tensor7": 7}
+# As in Theano, the prefixed constructors are types: ``T.dmatrix`` is ``TensorType("float64", (None,
+# None))``, so ``T.dmatrix("x")`` makes a variable and ``x.type == T.dmatrix`` holds (TensorType.__call__
+# also takes ffigraph's ``dtype=``/``shape=``). The letterless ones stay functions: their dtype is floatX
+# when they are called.
 for _p, _dt in _PREFIXES.items():
     for _kind, _nd in _KINDS.items():
-        globals()[_p + _kind] = _maker(_nd, _dt)
+        globals()[_p + _kind] = TensorType(_dt, (None,) * _nd)
 del _p, _dt, _kind, _nd
 
 
@@ -185,11 +202,11 @@ col = _broadcastable_maker((None, 1), "col")
 _BROADCASTABLE = {"row": (1, None), "col": (None, 1)}
 for _p, _dt in _PREFIXES.items():
     for _kind, _static in _BROADCASTABLE.items():
-        globals()[_p + _kind] = _broadcastable_maker(_static, _p + _kind, _dt)
+        globals()[_p + _kind] = TensorType(_dt, _static)
 del _p, _dt, _kind, _static
 
 
-def _plural(make: Callable[..., TensorVariable]) -> PluralConstructor:
+def _plural(make: Callable[..., TensorVariable], name: str) -> PluralConstructor:
     """PyTensor's plural constructors (``dmatrices``): ``f(3)`` makes three unnamed variables,
     ``f("x", "y")`` one per name, and one string one per character (``f("xy")``), as PyTensor's
     ``apply_across_args`` does; one name gives one variable. A string with commas or spaces
@@ -205,7 +222,7 @@ def _plural(make: Callable[..., TensorVariable]) -> PluralConstructor:
             return make(names[0] if isinstance(names, (list, tuple)) else names)
         return [make(n) for n in names]
 
-    plural.__name__ = make.__name__
+    plural.__name__ = plural.__qualname__ = name
     return plural
 
 
@@ -215,7 +232,7 @@ _PLURALS = {"scalar": "scalars", "vector": "vectors", "matrix": "matrices", "row
             "tensor7": "tensor7s"}
 for _kind, _many in _PLURALS.items():
     for _p in ("", "f", "d", "i", "l"):
-        globals()[_p + _many] = _plural(globals()[_p + _kind])
+        globals()[_p + _many] = _plural(globals()[_p + _kind], _p + _many)
 del _kind, _many, _p
 
 if TYPE_CHECKING:
@@ -231,16 +248,16 @@ if TYPE_CHECKING:
     btensor7 = wtensor7 = itensor7 = ltensor7 = ftensor7 = dtensor7 = ctensor7 = ztensor7 = tensor7
     brow = wrow = irow = lrow = frow = drow = crow = zrow = row
     bcol = wcol = icol = lcol = fcol = dcol = ccol = zcol = col
-    scalars = fscalars = dscalars = iscalars = lscalars = _plural(scalar)
-    vectors = fvectors = dvectors = ivectors = lvectors = _plural(vector)
-    matrices = fmatrices = dmatrices = imatrices = lmatrices = _plural(matrix)
-    rows = frows = drows = irows = lrows = _plural(row)
-    cols = fcols = dcols = icols = lcols = _plural(col)
-    tensor3s = ftensor3s = dtensor3s = itensor3s = ltensor3s = _plural(tensor3)
-    tensor4s = ftensor4s = dtensor4s = itensor4s = ltensor4s = _plural(tensor4)
-    tensor5s = ftensor5s = dtensor5s = itensor5s = ltensor5s = _plural(tensor5)
-    tensor6s = ftensor6s = dtensor6s = itensor6s = ltensor6s = _plural(tensor6)
-    tensor7s = ftensor7s = dtensor7s = itensor7s = ltensor7s = _plural(tensor7)
+    scalars = fscalars = dscalars = iscalars = lscalars = _plural(scalar, "scalars")
+    vectors = fvectors = dvectors = ivectors = lvectors = _plural(vector, "vectors")
+    matrices = fmatrices = dmatrices = imatrices = lmatrices = _plural(matrix, "matrices")
+    rows = frows = drows = irows = lrows = _plural(row, "rows")
+    cols = fcols = dcols = icols = lcols = _plural(col, "cols")
+    tensor3s = ftensor3s = dtensor3s = itensor3s = ltensor3s = _plural(tensor3, "tensor3s")
+    tensor4s = ftensor4s = dtensor4s = itensor4s = ltensor4s = _plural(tensor4, "tensor4s")
+    tensor5s = ftensor5s = dtensor5s = itensor5s = ltensor5s = _plural(tensor5, "tensor5s")
+    tensor6s = ftensor6s = dtensor6s = itensor6s = ltensor6s = _plural(tensor6, "tensor6s")
+    tensor7s = ftensor7s = dtensor7s = itensor7s = ltensor7s = _plural(tensor7, "tensor7s")
 
 # ------------------------------------------------------------------ casting and choice
 
@@ -495,8 +512,18 @@ def concatenate(tensors, axis=0):
     return Join(axis)(*tensors)
 
 
-def stack(tensors, axis=0):
-    """Join tensors of the same shape along a new axis."""
+def stack(tensors, *more, axis=0):
+    """Join tensors of the same shape along a new axis: ``stack([x, y], axis=0)`` (also
+    ``stack([x, y], 1)``), or Theano's older varargs form ``stack(x, y, z)`` (along a new first
+    axis, unless ``axis=`` says otherwise)."""
+    if isinstance(tensors, (list, tuple)):
+        if len(more) > 1:
+            raise TypeError("stack(tensors, axis): got %d positional arguments after the list of tensors"
+                            % len(more))
+        if more:
+            axis = more[0]
+    else:
+        tensors = (tensors,) + more
     tensors = [as_tensor_variable(t) for t in tensors]
     if not tensors:
         raise ValueError("stack needs at least one tensor")
@@ -668,7 +695,8 @@ __all__ = [
     "as_tensor_variable", "constant", "tensor", "scalar", "vector", "matrix", "tensor3", "tensor4",
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
-    "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange",
+    "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange", "get_vector_length",
+    "get_scalar_constant_value", "NotScalarConstantError",
 ]
 __all__ += [p + k for p in _PREFIXES for k in _KINDS]
 __all__ += ["tensor5", "tensor6", "tensor7", "row", "col"]

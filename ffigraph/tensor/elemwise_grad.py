@@ -141,6 +141,12 @@ def _hypot_rule(ins, z, gz):
     return [gz * x / z, gz * y / z]
 
 
+def _xlogy0_rule(ins, z, gz):
+    # Theano's XlogY0.grad: d/dx = log y, d/dy = x / y
+    x, y = (_float_of(v, z) for v in ins)
+    return [gz * tm.log(y), gz * x / y]
+
+
 def _logaddexp_rule(ins, z, gz):
     # d/da log(e^a + e^b) = e^a / (e^a + e^b) = exp(a - z): no overflow, whatever a and b
     a, b = (_float_of(v, z) for v in ins)
@@ -193,6 +199,8 @@ RULES = {
     "arctan2": _arctan2_rule,
     "hypot": _hypot_rule,
     "logaddexp": _logaddexp_rule,
+    "xlogx": _float_unary(lambda x, z, gz: gz * (1 + tm.log(x))),   # Theano's XlogX.grad
+    "xlogy0": _xlogy0_rule,
     "trunc": lambda ins, z, gz: [ZERO],
     "round_half_to_even": lambda ins, z, gz: [ZERO],
     "round_half_away_from_zero": lambda ins, z, gz: [ZERO],

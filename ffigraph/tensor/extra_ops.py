@@ -31,12 +31,25 @@ from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import DelegatedCOp, MethodNotDefined
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import upcast
-from ffigraph.tensor.basic import as_tensor_variable, cast, constant, normalize_axis, zeros_like
+from ffigraph.tensor.basic import arange, as_tensor_variable, cast, constant, normalize_axis, zeros, zeros_like
 from ffigraph.tensor.math import reduce_sum_dtype
+from ffigraph.tensor.subtensor import set_subtensor
 from ffigraph.tensor.type import TensorType
 
 __all__ = ["CumOp", "cumsum", "cumprod", "diff", "SearchsortedOp", "searchsorted", "BinCountOp", "bincount",
            "Unique", "unique", "argwhere", "median", "ptp"]
+
+
+def to_one_hot(y, nb_class, dtype=None):
+    """Theano's ``to_one_hot``: a matrix whose row ``i`` is 1 in column ``y[i]`` and 0 elsewhere
+    (``y``: an integer vector of classes in ``[0, nb_class)``; ``dtype``: floatX by default). A
+    class outside that range is an IndexError when the function runs."""
+    y = as_tensor_variable(y)
+    if y.ndim != 1 or np.dtype(y.dtype).kind not in "iu":
+        raise TypeError("to_one_hot: y must be an integer vector of classes, got %s (%s, %d-d)" % (y, y.dtype, y.ndim))
+    rows = y.shape[0]
+    one_hot = zeros((rows, nb_class), dtype="floatX" if dtype is None else dtype)
+    return set_subtensor(one_hot[arange(rows), y], 1)
 
 
 def _float_zeros_like(x):

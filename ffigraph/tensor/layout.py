@@ -136,6 +136,85 @@ def specify_shape(x, shape):
     return SpecifyShape(checked)(x, *[sizes[a] for a in checked])
 
 
+# ------------------------------------------------------------------ broadcastable patterns (Theano's Rebroadcast)
+
+
+class Unbroadcast(DelegatedCOp, Op):
+    """``x`` itself (a view) with the static length 1 of the axes ``axes`` forgotten: Theano's
+    ``unbroadcast``, for a value whose length-1 axis must not broadcast (a scan state that grows,
+    a variable a later ``set_value`` gives another length)."""
+
+    c_impl = _C_IMPL
+    __props__ = ("axes",)
+    view_map = {0: [0]}
+
+    def __init__(self, axes):
+        self.axes = tuple(sorted(set(int(a) for a in axes)))
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        if any(not 0 <= a < x.ndim for a in self.axes):
+            raise ValueError("unbroadcast: axes %s are out of range for %s with %d dimensions" % (self.axes, x, x.ndim))
+        static = tuple(None if a in self.axes else s for a, s in enumerate(x.type.shape))
+        return Apply(self, [x], [TensorType(x.dtype, static)()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = inputs[0]
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [tuple(input_shapes[0])]
+
+    def L_op(self, inputs, outputs, output_grads):
+        # the gradient has the input's type: its length-1 axes are length 1 again
+        (x,), (g,) = inputs, output_grads
+        return [specify_shape(g, [1 if s == 1 else None for s in x.type.shape])]
+
+    def R_op(self, inputs, eval_points):
+        return [None if eval_points[0] is None else self(eval_points[0])]
+
+    def __str__(self):
+        return "Unbroadcast{%s}" % ",".join(map(str, self.axes))
+
+
+def _broadcast_axes(x, axes, what):
+    return [normalize_axis(a, x.ndim, what) for a in axes]
+
+
+def addbroadcast(x, *axes):
+    """``x`` with the axes ``axes`` made broadcastable (static length 1), checked at run time:
+    Theano's ``addbroadcast`` (PyTensor's ``specify_broadcastable``). A length other than 1 there
+    raises ValueError naming ``x``."""
+    x = as_tensor_variable(x)
+    axes = _broadcast_axes(x, axes, "addbroadcast")
+    if all(x.type.shape[a] == 1 for a in axes):
+        return x
+    return specify_shape(x, [1 if a in axes else None for a in range(x.ndim)])
+
+
+specify_broadcastable = addbroadcast
+
+
+def unbroadcast(x, *axes):
+    """``x`` with the axes ``axes`` no longer broadcastable (Theano's ``unbroadcast``)."""
+    x = as_tensor_variable(x)
+    axes = [a for a in _broadcast_axes(x, axes, "unbroadcast") if x.type.shape[a] == 1]
+    if not axes:
+        return x
+    return Unbroadcast(axes)(x)
+
+
+def patternbroadcast(x, broadcastable):
+    """``x`` with the broadcastable pattern ``broadcastable`` (a bool per axis): Theano's
+    ``patternbroadcast``, addbroadcast where True and unbroadcast where False."""
+    x = as_tensor_variable(x)
+    broadcastable = tuple(bool(b) for b in broadcastable)
+    if len(broadcastable) != x.ndim:
+        raise ValueError("patternbroadcast: %s has %d dimensions, but the pattern %s has %d entries"
+                         % (x, x.ndim, broadcastable, len(broadcastable)))
+    x = unbroadcast(x, *[a for a, b in enumerate(broadcastable) if not b])
+    return addbroadcast(x, *[a for a, b in enumerate(broadcastable) if b])
+
+
 # ------------------------------------------------------------------ Repeat
 
 
@@ -592,4 +671,5 @@ __all__ = [
     "SpecifyShape", "specify_shape", "Repeat", "repeat", "Split", "split", "join", "hstack", "vstack",
     "atleast_Nd", "atleast_1d", "atleast_2d", "atleast_3d", "squeeze", "swapaxes", "moveaxis", "flip", "roll",
     "tile", "broadcast_to", "broadcast_shape", "broadcast_arrays",
+    "Unbroadcast", "addbroadcast", "unbroadcast", "patternbroadcast", "specify_broadcastable",
 ]

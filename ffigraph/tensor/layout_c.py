@@ -1,4 +1,4 @@
-"""Plain-C code of the layout ops of layout.py: ``SpecifyShape``, ``Repeat`` and ``Split``.
+"""Plain-C code of the layout ops of layout.py: ``SpecifyShape``, ``Unbroadcast``, ``Repeat`` and ``Split``.
 
 ``SpecifyShape`` is a view that only checks lengths. ``Repeat`` and ``Split`` allocate fresh
 C-contiguous outputs and fill them with ``ffg_strided_copy`` (build_c.py): ``Repeat`` copies
@@ -19,7 +19,7 @@ def c_support_code_apply(op, node, name):
 
 
 def c_code_cache_version(op):
-    return (1,)
+    return (2,)
 
 
 def c_code(op, node, name, inputs, outputs, sub):
@@ -29,6 +29,8 @@ def c_code(op, node, name, inputs, outputs, sub):
     kind = type(op).__name__
     if kind == "SpecifyShape":
         return _specify_shape_code(op, node, inputs, outputs, sub)
+    if kind == "Unbroadcast":
+        return _unbroadcast_code(op, node, inputs, outputs, sub)
     if kind == "Repeat":
         return _repeat_code(op, node, inputs, outputs, sub)
     if kind == "Split":
@@ -80,6 +82,19 @@ def _specify_shape_code(op, node, inputs, outputs, sub):
 %(z)s.data = %(x)s.data;
 %(z)s.owned = NULL;""" % dict(d, close='"%s"' % (",)" if nd == 1 else ")")))
     for a in range(nd):
+        lines.append("%s.shape[%d] = %s.shape[%d]; %s.strides[%d] = %s.strides[%d];" % (z, a, x, a, z, a, x, a))
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ Unbroadcast
+
+
+def _unbroadcast_code(op, node, inputs, outputs, sub):
+    (x,), (z,) = inputs, outputs
+    lines = ["/* Unbroadcast: the output is %s, its length-1 axes %s no longer broadcast */" % (x, list(op.axes)),
+             "%s.data = %s.data;" % (z, x),
+             "%s.owned = NULL;" % z]
+    for a in range(node.inputs[0].type.ndim):
         lines.append("%s.shape[%d] = %s.shape[%d]; %s.strides[%d] = %s.strides[%d];" % (z, a, x, a, z, a, x, a))
     return "\n".join(lines)
 

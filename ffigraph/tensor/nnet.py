@@ -110,13 +110,29 @@ def softsign(x):
 # ------------------------------------------------------------------ softmax over rows (Theano)
 
 
+def _row_of_vector(c, axis, what):
+    """Theano 1.0's nnet softmaxes take a vector as a one-row matrix, and return one (its
+    tutorials index the result as ``s[0]`` or ``s[:, i]``); ``ffigraph.tensor.special`` keeps
+    PyTensor's rule instead (a vector in, a vector out)."""
+    c = as_tensor_variable(c)
+    if c.ndim == 1:
+        if axis not in (-1, 0, None):
+            raise ValueError("%s: axis %s is out of range for the vector %s" % (what, axis, c))
+        return c.dimshuffle("x", 0), -1
+    return c, axis
+
+
 def softmax(c, axis=-1):
-    """Theano's softmax: along the last axis by default (each row of a matrix sums to 1)."""
+    """Theano's softmax: along the last axis by default (each row of a matrix sums to 1). A
+    vector gives a matrix of one row, as in Theano 1.0."""
+    c, axis = _row_of_vector(c, axis, "softmax")
     return _special_softmax(c, axis=axis)
 
 
 def logsoftmax(c, axis=-1):
-    """Theano's logsoftmax: the log of ``softmax(c, axis)``, computed stably; the last axis by default."""
+    """Theano's logsoftmax: the log of ``softmax(c, axis)``, computed stably; the last axis by
+    default. A vector gives a matrix of one row, as in Theano 1.0."""
+    c, axis = _row_of_vector(c, axis, "logsoftmax")
     return log_softmax(c, axis=axis)
 
 

@@ -181,6 +181,10 @@ def _slice_entry(s):
 def getitem(x, index):
     """``x[index]``: basic indexing here, advanced indexing (integer arrays, masks) in advanced_subtensor.py."""
     x = as_tensor_variable(x)
+    if isinstance(index, list) and any(isinstance(i, slice) or i is None or i is Ellipsis for i in index):
+        # numpy < 1.23 and Theano read a list holding a slice, None or ... as a tuple of indices
+        # (``x[[slice(None), slice(1, 3)]]`` is ``x[:, 1:3]``), and Theano code still writes it
+        index = tuple(index)
     index = index if isinstance(index, tuple) else (index,)
     if any(isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu" for i in index):
         index = tuple(int(i) if isinstance(i, np.ndarray) and i.ndim == 0 and i.dtype.kind in "iu" else i

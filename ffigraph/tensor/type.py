@@ -35,9 +35,9 @@ def normalize_shape(shape):
     """A tuple of int-or-None; Theano's broadcastable booleans are accepted (True -> 1)."""
     out = []
     for s in shape:
-        if s is None or s is False:
+        if s is None or s is False or s is np.False_:
             out.append(None)
-        elif s is True:
+        elif s is True or s is np.True_:
             out.append(1)
         elif isinstance(s, (int, np.integer)) and s >= 0:
             out.append(int(s))
@@ -50,19 +50,46 @@ class TensorType(TensorCType, Type):
     """Values are numpy arrays of ``dtype`` with ``len(shape)`` dimensions.
 
     ``shape[i]`` is the static size of axis i, or None when it is only known
-    at run time.
+    at run time. Theano's form ``TensorType(dtype, broadcastable, name=None)`` is the same call:
+    a broadcastable pattern (Python or numpy booleans) is a shape of 1 (True) and None (False).
+    ``name`` only names the type when it prints; two types of the same dtype and shape are
+    equal whatever their names.
+
+    A type is also a constructor, as in Theano (``T.dmatrix`` is a TensorType): ``t("x")`` is a
+    new variable of type ``t``.
     """
 
     __props__ = ("dtype", "shape")
+    name = None   # (types pickled before names existed have none)
 
-    def __init__(self, dtype, shape=None, broadcastable=None):
+    def __init__(self, dtype, shape=None, name=None, broadcastable=None):
         if shape is None:
             if broadcastable is None:
-                raise TypeError("TensorType needs a shape (tuple of int or None)")
-            shape = broadcastable
+                raise TypeError("TensorType needs a shape (tuple of int or None) or a broadcastable pattern")
+            shape = tuple(bool(b) for b in broadcastable)
+        elif broadcastable is not None:
+            raise TypeError("TensorType: give shape or broadcastable, not both")
+        if name is not None and not isinstance(name, str):
+            raise TypeError("TensorType: name must be a string or None, got %r" % (name,))
         self.dtype = normalize_dtype(dtype)
         self.shape = normalize_shape(shape)
         self.numpy_dtype = np.dtype(self.dtype)
+        self.name = name
+
+    def __call__(self, name=None, dtype=None, shape=None):
+        """A new variable of this type named ``name``. ``dtype`` or ``shape`` make it of another
+        type instead (ffigraph's ``T.dmatrix("x", shape=(2, None))``): an axis this type
+        fixes (a row's 1) must keep its size."""
+        if dtype is None and shape is None:
+            return Type.__call__(self, name)
+        if shape is None:
+            shape = self.shape
+        else:
+            shape = normalize_shape(shape)
+            if len(shape) != self.ndim or any(s is not None and s != o for s, o in zip(self.shape, shape)):
+                raise ValueError("%s: the shape must have %d axes and keep the static sizes %s, got %s"
+                                 % (self, self.ndim, _fmt_shape(self.shape), _fmt_shape(shape)))
+        return Type.__call__(TensorType(self.dtype if dtype is None else dtype, shape), name)
 
     @property
     def ndim(self):
@@ -76,6 +103,8 @@ class TensorType(TensorCType, Type):
         return TensorType(self.dtype if dtype is None else dtype, self.shape if shape is None else shape)
 
     def __str__(self):
+        if self.name is not None:
+            return self.name
         if self.name_prefix() is not None:
             return self.name_prefix()
         return "TensorType(%s, shape=%s)" % (self.dtype, self.shape)

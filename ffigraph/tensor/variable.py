@@ -6,6 +6,10 @@ import numpy as np
 from ffigraph.graph.basic import Constant, Variable
 
 
+# the elementwise comparisons whose results have no truth value in Python (Theano's "_is_nonzero")
+_COMPARISONS = frozenset(("lt", "le", "gt", "ge", "eq", "neq"))
+
+
 class _TensorOperators:
     """Operators and methods shared by symbolic tensors and tensor constants.
 
@@ -98,12 +102,29 @@ class _TensorOperators:
 
     __hash__ = Variable.__hash__
 
+    # numpy's binary operators defer to ours (``np.ones(3) + x`` is ``x.__radd__``, a variable, not an
+    # object array of variables), as Theano's and PyTensor's variables ask with the same priority
+    __array_priority__ = 1000
+
     def __bool__(self):
-        raise TypeError("a symbolic tensor has no truth value; use ffigraph.tensor.switch or "
-                        "compile a function to get a value")
+        """True, as in Theano (``if W:`` tests an optional argument for None), except for the result
+        of a comparison, whose truth is only known at run time (``a < b < c`` would otherwise
+        silently mean ``b < c``)."""
+        owner = self.owner
+        if owner is not None and getattr(getattr(owner.op, "scalar_op", None), "name", None) in _COMPARISONS:
+            raise TypeError("the truth value of a symbolic comparison (%s) is only known when the graph runs: "
+                            "use ffigraph.tensor.switch, or & and | instead of 'and' and 'or', or compile a "
+                            "function to get a value" % (self,))
+        return True
 
     def __iter__(self):
-        raise TypeError("a symbolic tensor cannot be iterated; index it instead")
+        """The entries of a vector whose length is known statically (``n, c, h, w = x.shape``)."""
+        try:
+            length = _b().get_vector_length(self)
+        except ValueError as err:
+            raise TypeError("a symbolic tensor can be iterated only when it is a vector of a length known "
+                            "before it runs (%s); index it instead" % (err,)) from None
+        return iter([self[i] for i in range(length)])
 
     def __len__(self):
         raise TypeError("a symbolic tensor has no len(); use x.shape[0]")
