@@ -47,12 +47,13 @@ def steps_from_c(function, tmp_path, example_inputs, n_steps):
     return saved
 
 
-_HEADER = re.compile(r"^(output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
+_HEADER = re.compile(r"^(input|output|shared) (.*): (bool|float|int|uint|complex)(\d+), shape \(([^)]*)\)$", re.M)
 _DTYPES = {"float": "f", "int": "i", "uint": "u", "complex": "c"}
 
 
 def parse_printed(text):
-    """{(kind, name): array} from what the example prints (numbers written with %.17g)."""
+    """{(kind, name): array} from what the example prints (numbers written with %.17g); kind is
+    "input" (an input it filled), "output" or "shared"."""
     found = {}
     heads = list(_HEADER.finditer(text))
     for k, head in enumerate(heads):

@@ -12,13 +12,15 @@ The pipeline, in order:
 from __future__ import annotations
 
 import functools
+import linecache
 import os
+import sys
 from time import perf_counter as _perf_counter
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
                     Sequence, Set, Tuple, TypeVar, Union)
 
 from ffigraph.compile.calllock import OwnedLock, give_back, held_lines, holding, reentered, take, update_lock_of
-from ffigraph.compile.io import In, Out
+from ffigraph.compile.io import In, Out, type_mismatch
 from ffigraph.compile.mode import Mode, get_mode
 from ffigraph.tensor.generic_ops import deep_copy_op
 from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
@@ -69,6 +71,10 @@ if TYPE_CHECKING:
         def input_files(self) -> Mapping[str, str]: ...
         @property
         def cuda_source(self) -> Optional[str]: ...
+        @property
+        def fill_shapes(self) -> Mapping[str, Tuple[int, ...]]: ...
+        @property
+        def fill_shapes_problem(self) -> Optional[str]: ...
 
 
 def function(inputs: Optional[Sequence[Union[Variable, In]]],
@@ -80,6 +86,11 @@ def function(inputs: Optional[Sequence[Union[Variable, In]]],
              on_unused_input: str = "raise", profile: Optional[bool] = None,
              no_default_updates: Union[bool, Iterable[SharedVariable]] = False) -> Function:
     """Compile a callable computing ``outputs`` from ``inputs``.
+
+    inputs: free variables or In specs; an input may also be an intermediate variable of the
+    graph, which cuts the graph there, as in Theano and PyTensor: its value is given, and what
+    only feeds it is neither computed nor read (nor are its shared variables' default updates
+    applied).
 
     outputs: a Variable (the call returns one value), a list (returns a list),
     or None. updates: (shared, new_value) pairs applied after each call.
@@ -121,6 +132,11 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
     ins = _normalise_inputs(inputs, allow_input_downcast)
     outs, single = _normalise_outputs(outputs)
     upd = _normalise_updates(updates)
+    if upd:
+        _note_update_site([s for s, _ in upd])
+    # An input computed by the graph cuts it there, as in Theano and PyTensor: the variable is
+    # given, and what only feeds it is not computed (nor are its shared variables read).
+    cut = [i.variable for i in ins]
     skip_defaults = _normalise_no_default_updates(no_default_updates)
     out_vars = [o.variable for o in outs]
     upd_values = [v for _, v in upd]
@@ -128,7 +144,9 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
     # shared variables' updates
     in_upd = _normalise_input_updates(ins)
     in_upd_values = [v for _, v in in_upd]
-    given_pairs = _normalise_givens(givens) if givens else []
+    given_pairs = _normalise_givens(givens, cut) if givens else []
+    if given_pairs:   # an intermediate input stays itself in the copy givens make: still cut there
+        given_pairs += [(v, v) for v in cut if v.owner is not None]
     if given_pairs:
         replaced = clone_replace(out_vars + upd_values + in_upd_values, given_pairs)
         n_out, n_upd = len(out_vars), len(upd_values)
@@ -136,11 +154,11 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
         in_upd_values = replaced[n_out + n_upd:]
     if skip_defaults is not True:
         upd += _default_updates(out_vars + upd_values + in_upd_values, [s for s, _ in upd], skip_defaults,
-                                given_pairs)
+                                given_pairs, cut)
         upd_values += [v for _, v in upd[len(upd_values):]]
 
     computed = out_vars + upd_values + in_upd_values
-    shared_vars = _implicit_shared(computed, [s for s, _ in upd])
+    shared_vars = _implicit_shared(computed, [s for s, _ in upd], cut)
     _check_inputs_cover_graph(ins, shared_vars, computed, on_unused_input)
     # (Any: the compile layer adds attributes that the linkers read: mutable_inputs, update_slots, ...)
     fgraph: Any = FunctionGraph([i.variable for i in ins] + shared_vars, computed)
@@ -170,6 +188,10 @@ def _link(name: Optional[str], ins: List[In], outs: List[Out], single: bool, fgr
           trust_input: bool, profile: bool, default_cells: Optional[List[Optional[Cell]]] = None) -> Function:
     """Link a rewritten graph with ``mode``'s linker and wrap it in a Function (``function`` and
     ``Function.copy``). A C library built before is loaded from the process's memo or the cache."""
+    # what an error in a node says of the function's inputs: arguments by position, shared variables
+    # by name, and where an update changed a shared variable's shape (read by linkers.basic)
+    fgraph.describe_error_inputs = _ErrorInputs(  # type: ignore[attr-defined]
+        [spec.name if spec.name is not None else str(spec.variable) for spec in ins], len(ins))
     linker = mode.new_linker().accept(fgraph)
     if profile:
         linker.profile = True
@@ -189,6 +211,96 @@ def _link(name: Optional[str], ins: List[In], outs: List[Out], single: bool, fgr
         f._check_exportable()
         thunk.filename = _exporter("export_to_cache")(f, linker.export_dir).directory
     return f
+
+
+# ------------------------------------------------------------------ where updates come from
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_site() -> Optional[str]:
+    """``"file:line (in fn)"`` and the source line of the innermost frame outside ffigraph: the line
+    of the user's code that called ``function`` (None when ffigraph itself compiled it). (Not
+    graph.utils.user_stack, which reads frames of the compile layer as "made while compiling".)"""
+    frame: Any = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        path = filename if os.path.isabs(filename) else os.path.abspath(filename)
+        if not path.startswith(_PACKAGE_DIR) and not filename.startswith("<frozen"):
+            break
+        frame = frame.f_back
+    if frame is None:
+        return None
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    site = "%s:%d (in %s)" % (frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+    return site + (": " + line if line else "")
+
+
+def _note_update_site(targets: List[SharedVariable]) -> None:
+    """Record, on each updated shared variable's container, the user's line that gave the update
+    (once per function, not per call), for the error that an update changed its shape."""
+    site = _user_site()
+    if site is None:
+        return
+    for target in targets:
+        sites = getattr(target.container, "update_sites", None)
+        if sites is None:
+            sites = {}
+            setattr(target.container, "update_sites", sites)   # (a Container has no slot for it)
+        sites.pop(site, None)
+        sites[site] = None   # the latest last
+        while len(sites) > 8:   # (a loop making functions keeps a few, not all)
+            del sites[next(iter(sites))]
+
+
+class _ErrorInputs:
+    """What an error in a node of a function's graph says of the inputs it depends on (the linkers
+    call it with the graph inputs that feed the node): the function's arguments by name and position,
+    its shared variables by name and shape, and, for a shared variable whose shape an update changed
+    since the user last set it, which update it was and where it was made."""
+
+    def __init__(self, labels: List[str], n_inputs: int) -> None:
+        self.labels, self.n_inputs = labels, n_inputs
+
+    def __call__(self, fgraph: FunctionGraph, feeding: Set[Variable]) -> str:
+        args = ["%s (position %d)" % (label, pos) for pos, (label, var)
+                in enumerate(zip(self.labels, fgraph.inputs)) if var in feeding]
+        shared, notes = [], []
+        for var in fgraph.inputs[self.n_inputs:]:
+            if var not in feeding:
+                continue
+            container = getattr(var, "container", None)
+            value = container.storage[0] if container is not None else None
+            shape = getattr(value, "shape", None)
+            shared.append("%s%s" % (var, "" if shape is None else " (shape %s)" % (tuple(shape),)))
+            note = _update_note(var, container, shape)
+            if note:
+                notes.append(note)
+        text = ""
+        if args:
+            text += "\nFunction inputs it depends on: %s" % ", ".join(args)
+        if shared:
+            text += "\nShared variables it reads (not arguments of the function): %s" % ", ".join(shared)
+        for note in notes:
+            text += "\n" + note
+        return text
+
+
+def _update_note(var: Variable, container: Any, shape: Any) -> Optional[str]:
+    """The note for a shared variable whose value an update gave a shape other than the user's."""
+    sites = getattr(container, "update_sites", None)
+    before = getattr(container, "user_shape", None)
+    if container is None or shape is None or before is None or tuple(before) == tuple(shape):
+        return None
+    if sites:
+        where = list(sites)
+        made = ("the update of %s made at %s" % (var, where[-1]) if len(where) == 1 else
+                "an update of %s; updates of it were made at: %s" % (var, "; ".join(where)))
+    else:
+        made = "an update of %s (a default_update, or one made inside ffigraph)" % (var,)
+    return ("Shared variable %s: expected shape %s (its value when created or last set with set_value), got "
+            "shape %s: its value came from %s, which changed its shape. Make the update keep the shape, or "
+            "set_value a value of the shape the graph needs." % (var, tuple(before), tuple(shape), made))
 
 
 # ------------------------------------------------------------------ the export layer's plug
@@ -236,9 +348,6 @@ def _normalise_inputs(inputs: Any, allow_input_downcast: Optional[bool]) -> List
                             "(use givens= to substitute one)" % (pos, spec.variable))
         if isinstance(spec.variable, Constant):
             raise TypeError("input %d (%s) is a constant and cannot be an input" % (pos, spec.variable))
-        if spec.variable.owner is not None:
-            raise TypeError("input %d (%s) is computed by %s; inputs must be free variables"
-                            % (pos, spec.variable, spec.variable.owner.op))
         if allow_input_downcast is not None and spec.allow_downcast is None:
             spec.allow_downcast = allow_input_downcast
         ins.append(spec)
@@ -295,8 +404,8 @@ def _normalise_updates(updates: Any) -> List[Tuple[SharedVariable, Variable]]:
             value = _as_variable(value, "update value for %s" % (target,))
         converted = target.type.convert_variable(value)
         if converted is None:
-            raise TypeError("update for shared variable %s: new value %s has type %s, expected %s "
-                            "(cast it, e.g. with ffigraph.tensor.cast)" % (target, value, value.type, target.type))
+            raise TypeError("update for shared variable %s: %s"
+                            % (target, type_mismatch(target.type, value, "shared variable %s" % (target,))))
         out.append((target, converted))
     return out
 
@@ -312,8 +421,9 @@ def _normalise_input_updates(ins: List[In]) -> List[Tuple[int, Variable]]:
             value = _as_variable(value, "update of input %d (%s)" % (pos, spec.variable))
         converted = spec.variable.type.convert_variable(value)
         if converted is None:
-            raise TypeError("update of input %d (%s): new value %s has type %s, expected %s (cast it)"
-                            % (pos, spec.variable, value, value.type, spec.variable.type))
+            raise TypeError("update of input %d (%s): %s"
+                            % (pos, spec.variable, type_mismatch(spec.variable.type, value,
+                                                                 "input %s" % (spec.variable,))))
         found.append((pos, converted))
     return found
 
@@ -332,7 +442,8 @@ def _normalise_no_default_updates(value: Any) -> Union[Literal[True], Set[Variab
 
 
 def _default_updates(variables: List[Variable], explicit: List[SharedVariable], skip: Set[Variable],
-                     given_pairs: List[Tuple[Variable, Variable]]) -> List[Tuple[SharedVariable, Variable]]:
+                     given_pairs: List[Tuple[Variable, Variable]],
+                     cut: Sequence[Variable] = ()) -> List[Tuple[SharedVariable, Variable]]:
     """(shared, default_update) for every shared variable that ``variables`` read, with a default update,
     and neither updated explicitly nor in ``skip``; the expressions are searched in turn, since a default
     update may read other shared variables with default updates (PyTensor's rebuild_collect_shared).
@@ -341,7 +452,7 @@ def _default_updates(variables: List[Variable], explicit: List[SharedVariable], 
     found, frontier = [], list(variables)
     while frontier:
         new = []
-        for v in graph_inputs(frontier):
+        for v in _inputs_output_by_output(frontier, cut):
             if isinstance(v, SharedVariable) and v not in done and v.default_update is not None:
                 done.add(v)
                 new.append((v, v.default_update))
@@ -353,12 +464,17 @@ def _default_updates(variables: List[Variable], explicit: List[SharedVariable], 
     return found
 
 
-def _normalise_givens(givens: Any) -> List[Tuple[Variable, Variable]]:
+def _normalise_givens(givens: Any, inputs: Sequence[Variable] = ()) -> List[Tuple[Variable, Variable]]:
     pairs = list(givens.items()) if isinstance(givens, dict) else list(givens)
     out = []
     for old, new in pairs:
         if not isinstance(old, Variable):
             raise TypeError("givens: %r is not a Variable" % (old,))
+        if any(old is v for v in inputs):   # Theano's and PyTensor's rule (pfunc): it would have no effect
+            raise RuntimeError("givens replaces %s, which is an input of the function; replacing an input "
+                               "has no effect, so it is refused. To compute f(g(y)) from a new input y, write "
+                               "function([y], f(x), givens={x: g(y)}), or clone the graph: "
+                               "function([x], clone_replace(f(x), {x: g(x)}))" % (old,))
         if not isinstance(new, Variable):
             new = _as_variable(new, "givens replacement for %s" % (old,))
         if old.type.convert_variable(new) is None:
@@ -367,8 +483,16 @@ def _normalise_givens(givens: Any) -> List[Tuple[Variable, Variable]]:
     return out
 
 
-def _implicit_shared(variables: List[Variable], updated: List[SharedVariable]) -> List[SharedVariable]:
-    found = [v for v in graph_inputs(variables) if isinstance(v, SharedVariable)]
+def _inputs_output_by_output(variables: List[Variable], cut: Sequence[Variable] = ()) -> List[Variable]:
+    """The graph inputs of ``variables``, those of the first expression first (Theano's pfunc meets
+    shared variables output by output, then update by update; graph_inputs, Theano's
+    ``gof.graph.inputs``, walks from the last output): the order of a function's shared slots."""
+    return graph_inputs(list(reversed(variables)), blockers=cut)
+
+
+def _implicit_shared(variables: List[Variable], updated: List[SharedVariable],
+                     cut: Sequence[Variable] = ()) -> List[SharedVariable]:
+    found = [v for v in _inputs_output_by_output(variables, cut) if isinstance(v, SharedVariable)]
     for s in updated:
         if s not in found:
             found.append(s)
@@ -378,7 +502,7 @@ def _implicit_shared(variables: List[Variable], updated: List[SharedVariable]) -
 def _check_inputs_cover_graph(ins: List[In], shared_vars: List[SharedVariable], variables: List[Variable],
                               on_unused_input: str) -> None:
     given = {i.variable for i in ins} | set(shared_vars)
-    needed = graph_inputs(variables)
+    needed = graph_inputs(variables, blockers=[i.variable for i in ins])
     for v in needed:
         if v not in given and not isinstance(v, Constant):
             raise MissingInputError("%s (type %s) is needed to compute the outputs but is not in the "
@@ -940,6 +1064,13 @@ class Function:
         defaults to the function's name, else ``graph``. ``example_inputs`` are input
         values shipped as ``.npy`` files for the example to use. ``directory`` must be
         new, empty, or an earlier export, which is replaced.
+
+        Without ``example_inputs`` the example fills each input with 0, 1, 2, ... in shapes
+        that satisfy the graph (``bundle.fill_shapes``; ``./example -d INPUT=SHAPE`` changes
+        one): the export solves the graph's shape constraints and checks the answer by
+        calling this function once on those values, then gives its shared variables their
+        values back (so do not export while another thread updates them).
+        ``bundle.fill_shapes_problem`` says why, when no shapes it tried fit.
         """
         self._check_exportable()
         return _exporter("export_function")(self, directory, name=name, example_inputs=example_inputs)

@@ -12,6 +12,51 @@ if TYPE_CHECKING:
 _NO_VALUE = object()
 
 
+def type_mismatch(expected: Any, value: Variable, target: str) -> str:
+    """Why an update expression ``value`` cannot be the new value of ``target`` (of type
+    ``expected``): what differs (number of dimensions, dtype, static shape or broadcastable
+    pattern), each with a fix that fits it."""
+    got = value.type
+    head = "the new value %s has type %s, but %s has type %s" % (value, got, target, expected)
+    ndim, got_ndim = getattr(expected, "ndim", None), getattr(got, "ndim", None)
+    dtype, got_dtype = getattr(expected, "dtype", None), getattr(got, "dtype", None)
+    if ndim is None or got_ndim is None or dtype is None or got_dtype is None:
+        return head + " (a value of another kind of type: the update must compute a value of %s's type)" % target
+    problems = []
+    if ndim != got_ndim:
+        problems.append("it has %d dimension%s where %s has %d: an update must keep the number of dimensions "
+                        "(no cast changes it); reshape the expression (e.g. value.reshape(...), value.flatten(), "
+                        "value.dimshuffle(...), or index it) so it has %d"
+                        % (got_ndim, "" if got_ndim == 1 else "s", target, ndim, ndim))
+    if dtype != got_dtype:
+        problems.append("its dtype is %s where %s's is %s: cast it, e.g. ffigraph.tensor.cast(value, %r)"
+                        % (got_dtype, target, dtype, dtype))
+    if not problems:
+        shape, got_shape = tuple(expected.shape), tuple(got.shape)
+        for axis, (want, have) in enumerate(zip(shape, got_shape)):
+            if want is None or want == have:
+                continue
+            if have is None and want == 1:
+                problems.append("axis %d of %s is broadcastable (length 1) but the new value's is not known to "
+                                "be: state it, e.g. ffigraph.tensor.specify_shape(value, %s)"
+                                % (axis, target, _shape_text(shape)))
+            elif have is None:
+                problems.append("axis %d of %s has the static length %d, which the new value's type does not "
+                                "promise: state it, e.g. ffigraph.tensor.specify_shape(value, %s)"
+                                % (axis, target, want, _shape_text(shape)))
+            else:
+                problems.append("axis %d of %s has the static length %d but the new value's has %d: the update "
+                                "must compute a value of length %d on that axis" % (axis, target, want, have, want))
+    if not problems:
+        return head
+    return head + ": " + "; and ".join(problems)
+
+
+def _shape_text(shape: Any) -> str:
+    text = ", ".join("None" if s is None else str(s) for s in shape)
+    return "(%s,)" % text if len(shape) == 1 else "(%s)" % text
+
+
 class In:
     """An input of ``function``.
 
@@ -48,8 +93,8 @@ class In:
                 raise TypeError("In(%s, update=...) needs a value=: the update replaces the input's stored "
                                 "value after each call" % (variable,))
             if isinstance(update, Variable) and variable.type.convert_variable(update) is None:
-                raise TypeError("In(%s): the update %s has type %s, not the input's type %s (cast it)"
-                                % (variable, update, update.type, variable.type))
+                raise TypeError("In(%s, update=...): %s" % (variable, type_mismatch(variable.type, update,
+                                                                                   "input %s" % (variable,))))
         self.update = update
         if mutable is None:
             mutable = update is not None

@@ -14,12 +14,12 @@ import re
 import shutil
 import subprocess
 import tempfile
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from ffigraph.abi import ABI_VERSION, HEADER_NAME, HEADER_PATH
-from ffigraph.export import handle_c, header_c, example_c, files_text
+from ffigraph.export import example_shapes, handle_c, header_c, example_c, files_text
 from ffigraph.export.names import UniqueNames, c_identifier, file_stem
 from ffigraph.linkers import devices
 from ffigraph.linkers.c.build import build_library, compiler_command, cuda_link_flags, cuda_source_text, nvcc_command
@@ -66,6 +66,10 @@ class ExportPlan:
         self.inputs, self.shared, self.outputs = inputs, shared, outputs
         self.updates = updates   # [(shared index, label of the update expression)]
         self.cuda = False        # the library has an nvcc-compiled part (set by make_plan)
+        # main.c's fill of the inputs without an example file: a shape per input (None: shipped),
+        # and None when the function ran on them, else why no shapes tried fit (set by make_plan)
+        self.fill_shapes: List[Optional[Tuple[int, ...]]] = [None] * len(inputs)
+        self.fill_shapes_problem: Optional[str] = None
 
     @property
     def cuda_source_name(self):
@@ -93,6 +97,10 @@ class ExportBundle:
         self.readme = path("README.md")
         self.shared_files: Dict[str, str] = {s.label: path(s.file) for s in plan.shared}
         self.input_files: Dict[str, str] = {s.label: path(s.file) for s in plan.inputs if s.file}
+        # the shape main.c fills each input without a file in (0, 1, 2, ... in C order), by label
+        self.fill_shapes: Dict[str, Tuple[int, ...]] = {
+            s.label: tuple(shape) for s, shape in zip(plan.inputs, plan.fill_shapes) if shape is not None}
+        self.fill_shapes_problem: Optional[str] = plan.fill_shapes_problem
         self.cuda_source: Optional[str] = path(plan.cuda_source_name) if plan.cuda else None
 
     def __repr__(self) -> str:
@@ -200,6 +208,12 @@ def make_plan(f: Function, name: Optional[str] = None,
     plan.graph = graph
     plan.profiled = bool(getattr(f, "profile", None))
     plan.cuda = cuda_source_text(graph.requirements) is not None
+    # shapes for main.c's fill that the graph accepts, checked by running f once (not for a GPU
+    # graph: the machine exporting it need not have a GPU)
+    shapes, problem = example_shapes.default_input_shapes(
+        f, [s.value if s.file else None for s in inputs], check=not plan.cuda)
+    plan.fill_shapes = [None if s.file else shape for s, shape in zip(inputs, shapes)]
+    plan.fill_shapes_problem = problem
     return plan
 
 

@@ -4,16 +4,20 @@ from __future__ import annotations
 MAIN_TEMPLATE = r"""/*
  * main.c -- example host for the ffigraph export "%(N)s" (generated; a template to adapt).
  *
- * Build and run:  make && ./example [-n RUNS] [-s DIR]
+ * Build and run:  make && ./example [-n RUNS] [-s DIR] [-d INPUT=SHAPE ...]
  *   -n RUNS  call the function RUNS times (default 1); shared variables are updated
  *            inside the handle after every successful call, so a training step trains
  *   -s DIR   afterwards, save every shared variable to DIR/<file>.npy
+ *   -d INPUT=SHAPE  fill input INPUT (its name or position) with 0, 1, 2, ... in SHAPE
+ *            (lengths joined by x: 3x4; nothing after = for a 0-d input) instead of
+ *            its default shape
  *
  * What it does: opens a handle, loads each shared variable from its .npy file, fills
  * the inputs (from the export's example .npy files when there are some, otherwise
- * with 0, 1, 2, ... in a shape whose open axes have lengths 3, 4, 5, ...), runs the
- * function, prints every output and shared variable, and reports failures through
- * the error record. Files are looked up next to the executable.
+ * with 0, 1, 2, ... in C order, in the default shapes below: lengths the graph accepts,
+ * %(shapes_note)s), runs the function, prints the inputs it filled, every
+ * output and shared variable, and reports failures through the error record. Files are
+ * looked up next to the executable.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +29,13 @@ MAIN_TEMPLATE = r"""/*
 /* The example value of each input (NULL: filled with 0, 1, 2, ...) and the file of each shared variable. */
 static const char *const input_files[%(in_alloc)d] = {%(input_files)s};
 static const char *const shared_files[%(m_alloc)d] = {%(shared_files)s};
+
+/* The shape each input without a file is filled in (-d replaces it). */
+static int64_t fill_shapes[%(in_alloc)d][FFG_MAX_NDIM] = {%(fill_shapes)s};
+/* 1 when the export ran the function on these fills (they fit the graph); 0 when no shapes it
+ * tried fit, and why. */
+static const int fill_shapes_checked = %(fill_checked)d;
+static const char *const fill_shapes_problem = %(fill_problem)s;
 
 static char data_dir[4096] = ".";
 
@@ -126,8 +137,8 @@ static void print_tensor(const char *label, const char *name, const FfgTensor *t
 
 /* ---- inputs ---- */
 
-/* Fill a C-contiguous block with 0, 1, 2, ... in the slot's dtype; open axes get lengths 3, 4, 5, ... */
-static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
+/* Fill a C-contiguous block of the given shape with 0, 1, 2, ... in the slot's dtype. */
+static int fill_input(const FfgSlot *slot, const int64_t *shape, FfgNpyArray *a)
 {
     int64_t n = 1, k, bytes = slot->dtype.bits / 8;
     int d;
@@ -137,7 +148,7 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
     a->tensor.dtype = slot->dtype;
     a->tensor.shape = a->shape;
     for (d = 0; d < slot->ndim; ++d) {
-        a->shape[d] = slot->static_shape[d] >= 0 ? slot->static_shape[d] : 3 + d;
+        a->shape[d] = shape[d];
         n *= a->shape[d];
     }
     a->data = calloc((size_t)(n > 0 ? n : 1), (size_t)bytes);
@@ -163,6 +174,47 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
     return 0;
 }
 
+/* -d INPUT=SHAPE: INPUT is an input's name or position; SHAPE is lengths joined by 'x'. */
+static int parse_fill_shape(const FfgDescription *desc, const char *arg)
+{
+    const char *eq = strchr(arg, '=');
+    const char *p;
+    char *end;
+    int32_t k, found = -1;
+    int d = 0;
+    int64_t shape[FFG_MAX_NDIM];
+    if (eq == NULL)
+        return -1;
+    for (k = 0; k < %(NU)s_N_INPUTS; ++k)
+        if (desc->inputs[k].name != NULL && strlen(desc->inputs[k].name) == (size_t)(eq - arg)
+            && strncmp(desc->inputs[k].name, arg, (size_t)(eq - arg)) == 0)
+            found = k;
+    if (found < 0) {
+        long pos = strtol(arg, &end, 10);
+        if (end != eq || pos < 0 || pos >= %(NU)s_N_INPUTS) {
+            fprintf(stderr, "-d %%s: no input named or numbered %%.*s\n", arg, (int)(eq - arg), arg);
+            return -1;
+        }
+        found = (int32_t)pos;
+    }
+    for (p = eq + 1; *p != '\0'; ++d) {
+        long long n = strtoll(p, &end, 10);
+        if (end == p || n < 0 || d >= FFG_MAX_NDIM || (*end != 'x' && *end != '\0')) {
+            fprintf(stderr, "-d %%s: the shape must be lengths joined by x, e.g. 3x4\n", arg);
+            return -1;
+        }
+        shape[d] = (int64_t)n;
+        p = *end == 'x' ? end + 1 : end;
+    }
+    if (d != desc->inputs[found].ndim) {
+        fprintf(stderr, "-d %%s: input %%d (%%s) has %%d dimensions, the shape %%d\n", arg, (int)found,
+                desc->inputs[found].name, (int)desc->inputs[found].ndim, d);
+        return -1;
+    }
+    memcpy(fill_shapes[found], shape, sizeof(int64_t) * (size_t)d);
+    return 0;
+}
+
 %(cuda_code)sint main(int argc, char **argv)
 {
     FfgError err;
@@ -174,6 +226,7 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
     const char *save_dir = NULL, *slash = strrchr(argv[0], '/');
     char path[8192];
     long runs = 1, r;
+    int shapes_given = 0;
     int32_t k, code;
     int status = 1;
 
@@ -182,8 +235,15 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
             runs = strtol(argv[++k], NULL, 10);
         else if (strcmp(argv[k], "-s") == 0 && k + 1 < argc)
             save_dir = argv[++k];
+        else if (strcmp(argv[k], "-d") == 0 && k + 1 < argc) {
+            if (parse_fill_shape(desc, argv[++k]))
+                return 2;
+            ++shapes_given;
+        }
         else {
-            fprintf(stderr, "usage: %%s [-n RUNS] [-s DIR]\n", argv[0]);
+            fprintf(stderr, "usage: %%s [-n RUNS] [-s DIR] [-d INPUT=SHAPE ...]\n"
+                    "  -d INPUT=SHAPE: fill input INPUT (name or position) with 0, 1, 2, ... in SHAPE "
+                    "(e.g. 3x4)\n", argv[0]);
             return 2;
         }
     }
@@ -216,11 +276,14 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
     }
 
     /* inputs: the example values, or 0, 1, 2, ... */
+    if (!fill_shapes_checked && !shapes_given)
+        fprintf(stderr, "note: the export found no input shapes this graph accepts for the 0, 1, 2, ... fill "
+                "(%%s); give them with -d INPUT=SHAPE\n", fill_shapes_problem);
     for (k = 0; k < %(NU)s_N_INPUTS; ++k) {
         if (input_files[k] != NULL)
             code = ffg_npy_read(data_path(input_files[k], path, sizeof path), &inputs[k], &err);
         else
-            code = fill_input(&desc->inputs[k], &inputs[k]) ? FFG_ERR_NOMEM : FFG_OK;
+            code = fill_input(&desc->inputs[k], fill_shapes[k], &inputs[k]) ? FFG_ERR_NOMEM : FFG_OK;
         if (code != FFG_OK) {
             if (input_files[k] == NULL)
                 snprintf(err.message, sizeof err.message, "out of memory filling input %%d", (int)k);
@@ -240,6 +303,9 @@ static int fill_input(const FfgSlot *slot, FfgNpyArray *a)
         }
     }
     printf("%(N)s: %%ld run(s) succeeded\n", runs);
+    for (k = 0; k < %(NU)s_N_INPUTS; ++k)   /* the inputs it filled, to compare with a Python call */
+        if (input_files[k] == NULL)
+            print_tensor("input", desc->inputs[k].name, &inputs[k].tensor);
     for (k = 0; k < %(NU)s_N_OUTPUTS && runs > 0; ++k)
 %(print_output)s    for (k = 0; k < %(NU)s_N_SHARED; ++k) {
         FfgTensor value;
@@ -395,8 +461,16 @@ def main_source(plan):
                                        on_device=", ".join("1" if s.on_device else "0" for s in plan.inputs)
                                        or "0"),
             to_device=TO_DEVICE, print_output=PRINT_CUDA, free_device=FREE_DEVICE % dict(NU=plan.name.upper()))
+    shapes = getattr(plan, "fill_shapes", None) or [None] * len(plan.inputs)
+    problem = getattr(plan, "fill_shapes_problem", None)
+    rows = ", ".join("{%s}" % (", ".join(str(int(n)) for n in shape) if shape else "0") for shape in shapes) or "{0}"
+    if problem is None:
+        note = "checked when exported: the function ran on them"
+    else:
+        note = "but none the export tried fit the graph: give them with -d"
     return MAIN_TEMPLATE % dict(parts,
-        N=plan.name, NU=plan.name.upper(),
+        N=plan.name, NU=plan.name.upper(), fill_shapes=rows, fill_checked=int(problem is None),
+        fill_problem=_c_strings([problem or ""]), shapes_note=note,
         in_alloc=max(len(plan.inputs), 1), m_alloc=max(len(plan.shared), 1), out_alloc=max(len(plan.outputs), 1),
         input_files=_c_strings([s.file for s in plan.inputs]),
         shared_files=_c_strings([s.file for s in plan.shared]),

@@ -199,10 +199,20 @@ def readme(plan):
                         for s in plan.shared)
     data_rows += "".join("| `%s` | the example value of input `%s` |\n" % (s.file, _md_code(s.label))
                          for s in plan.inputs if s.file)
-    extra = "" if any(s.file for s in plan.inputs) else (
-        "\nThe example fills each input with 0, 1, 2, ... in C order. An axis whose length the type "
-        "leaves open gets length 3 + its position, so a matrix is 3x4. Export with `example_inputs=` "
-        "to ship real values.\n")
+    extra = ""
+    filled = [(s, shape) for s, shape in zip(plan.inputs, getattr(plan, "fill_shapes", [])) if shape is not None]
+    if filled:
+        shapes = ", ".join("`%s` %s" % (_md_code(s.label), "x".join(str(n) for n in shape) or "(0-d)")
+                           for s, shape in filled)
+        problem = getattr(plan, "fill_shapes_problem", None)
+        checked = ("the export ran the function on them" if problem is None else
+                   "but none of the shapes the export tried fits the graph (%s): give them with `-d`"
+                   % _md_code(problem))
+        extra = ("\nThe example fills each input without a file with 0, 1, 2, ... in C order, in shapes that "
+                 "satisfy the graph's constraints (a dot's inner axes equal, elementwise axes equal, shared "
+                 "variables' lengths): %s; %s. `./example -d INPUT=SHAPE` (a name or position, lengths "
+                 "joined by x: `-d x=3x4`) fills an input in another shape. Export with `example_inputs=` "
+                 "to ship real values.\n" % (shapes, checked))
     slots = "\n".join(line[3:] for line in slot_map(plan).splitlines())
     cuda_rows = cuda_section = ""
     if plan.cuda:

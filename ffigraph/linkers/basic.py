@@ -104,10 +104,14 @@ def annotate_node_error(err, node, position, fgraph):
 
     inputs = ", ".join("%s: %s" % (v, v.type) for v in node.inputs)
     feeding = set(ancestors(node.inputs))
-    graph_inputs = ", ".join("%s (position %d)" % (v, i) for i, v in enumerate(fgraph.inputs) if v in feeding)
     where = "\nApply node that caused the error: #%d %s\nNode inputs: %s" % (position, node, inputs)
-    if graph_inputs:
-        where += "\nFunction inputs it depends on: %s" % graph_inputs
+    describe = getattr(fgraph, "describe_error_inputs", None)   # a function's own words (ffigraph.compile)
+    if describe is not None:
+        where += describe(fgraph, feeding)
+    else:
+        graph_inputs = ", ".join("%s (position %d)" % (v, i) for i, v in enumerate(fgraph.inputs) if v in feeding)
+        if graph_inputs:
+            where += "\nFunction inputs it depends on: %s" % graph_inputs
     where += node_trace_text(node)
     if err.args and isinstance(err.args[0], str):
         err.args = (err.args[0] + where,) + err.args[1:]

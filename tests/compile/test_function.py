@@ -97,8 +97,7 @@ def test_inputs_must_be_symbolic_free_variables():
     x = T.dvector("x")
     with pytest.raises(TypeError, match="must be a list"):
         function(x, x)
-    with pytest.raises(TypeError, match="is computed by"):
-        function([x + 1], x)
+    # (an intermediate variable as an input cuts the graph: tests/compile/test_theano_api_compile.py)
     with pytest.raises(TypeError, match="constant"):
         function([T.constant(1.0)], x)
     with pytest.raises(ValueError, match="more than once"):

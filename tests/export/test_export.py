@@ -80,7 +80,9 @@ def test_seed_example_builds_and_runs_without_python(seed):
     twice, total = seed_numpy(x)
     got = parse_printed(printed)
     names = output_slot_names(f)
-    assert sorted(got) == sorted([("output", names[0]), ("output", names[1]), ("shared", "s")]), sorted(got)
+    assert sorted(got) == sorted([("input", "x"), ("output", names[0]), ("output", names[1]), ("shared", "s")]), \
+        sorted(got)
+    assert_printed(got[("input", "x")], x)   # it prints the inputs it filled
     assert_printed(got[("output", names[0])], twice)
     assert_printed(got[("output", names[1])], total)
     np.testing.assert_array_equal(total, [32.0, 38.0, 44.0, 50.0])   # the numbers the seed text prints
@@ -244,21 +246,32 @@ def test_updates_run_inside_the_handle(tmp_path):
     names = output_slot_names(f)
     for k, name in enumerate(names[:2]):
         assert re.search(r"\*\s+%d\s+%s\s+" % (k, re.escape(name)), header), (k, name)
-    for j, (target, name) in enumerate([(0, "a"), (1, "b"), (2, "n")]):
+    # (the update slots come in the order of updates=; the shared slots in the graph's input order)
+    shared_slots = [str(v) for v in f.maker.fgraph.inputs[1:]]
+    for j, name in enumerate(["a", "b", "n"]):
+        target = shared_slots.index(name)
         assert re.search(r"\*\s+%d\s+shared %d \(%s\) <- %s\.update\n" % (j, target, name, name), header), name
 
 
 def test_example_reports_errors_through_the_error_record(tmp_path):
-    """main.c's default 0, 1, 2 fill does not fit this graph: the error comes back as data."""
+    """A fill shape from the command line (-d) that does not fit the graph: the error comes back as
+    data. The default fill fits (x gets a's length)."""
     a = ffigraph.shared(np.array([1.0, 2.0]), name="a")
     x = T.dvector("x")
     f = ffigraph.function([x], a + x, name="misfit")
     bundle = f.export(str(tmp_path / "misfit"))
+    assert bundle.fill_shapes == {"x": (2,)} and bundle.fill_shapes_problem is None
     env = no_python_env(tmp_path)
     run(["make", "-s"], bundle.directory, env)
-    proc = run(["./example"], bundle.directory, env, check=False)
+    printed = parse_printed(run(["./example"], bundle.directory, env).stdout)
+    assert_printed(printed[("output", output_slot_names(f)[0])], [1.0, 3.0])
+    proc = run(["./example", "-d", "x=3"], bundle.directory, env, check=False)
     assert proc.returncode == 1, proc
     assert "misfit_run failed: error 2 at node" in proc.stderr
+    proc = run(["./example", "-d", "0=3x2"], bundle.directory, env, check=False)   # by position; 2-d: refused
+    assert proc.returncode == 2 and "has 1 dimensions, the shape 2" in proc.stderr, proc
+    proc = run(["./example", "-d", "nope=3"], bundle.directory, env, check=False)
+    assert proc.returncode == 2 and "no input named or numbered nope" in proc.stderr, proc
 
 
 # ------------------------------------------------------------------ C hosts: C++, threads, bad input

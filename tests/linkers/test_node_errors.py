@@ -29,5 +29,5 @@ def test_a_failing_scan_body_is_named_by_its_index_in_the_graph(linker):
     text = str(err)
     assert "Apply node that caused the error: #%d Scan{" % position in text
     assert "in node #0" not in text or position == 0
-    assert "Dot(xs[t], W)" in text   # the body's node, as the record says it
+    assert "Gemv(xs[t], W)" in text   # the body's node (a vector.matrix Dot: Gemv), as the record says it
     assert position > 0 and len(order) > 1
