@@ -29,6 +29,7 @@ extensions = [
     "ffg_abi_reference",      # the ABI reference, read from ffigraph/abi/ffigraph_abi.h
     "ffg_config_reference",   # the configuration keys, read from ffigraph.config
     "ffg_tensor_names",       # the table of ffigraph.tensor's names (tools/tensor_table.py)
+    "ffg_figures",            # :ffg-figure:`group.name`: sizes and times measured at build time
 ]
 
 exclude_patterns = ["_build", "layers.md", "**/c/*.c", "**/c/*.cpp"]

@@ -58,9 +58,11 @@ def groups():
     return [(group, names[group]) for group in order if names[group]]
 
 
-def table_rst():
+def table_rst(target=None):
     """The reStructuredText of the table: one row per group, each name linked to its entry in the
-    API reference (the module that defines it), in ``__all__``'s order."""
+    API reference, in ``__all__``'s order. ``target(name)`` names the Python object a name links
+    to (the docs pass the entries of the ``ffigraph.tensor`` page, docs/_ext/ffg_api_pages.py);
+    without it, a name links to the module that defines it."""
     rows = groups()
     count = sum(len(names) for _, names in rows)
     out = ["%d names in ``ffigraph.tensor.__all__``, grouped by the module that defines them:" % count, "",
@@ -68,7 +70,9 @@ def table_rst():
     for group, names in rows:
         cells = []
         for name, module in names:
-            if module and module.startswith("ffigraph"):
+            if target is not None:
+                cells.append(":py:obj:`%s <%s>`" % (name, target(name)))
+            elif module and module.startswith("ffigraph"):
                 cells.append(":py:obj:`%s <%s.%s>`" % (name, module, name))
             else:
                 cells.append("``%s``" % name)

@@ -11,7 +11,7 @@ import time
 from collections import namedtuple
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
 
-from ffigraph.config import config
+from ffigraph.config import config, register_choice
 from ffigraph.graph.rewriting import EquilibriumRewriter, optdb
 from ffigraph.linkers import devices
 from ffigraph.linkers.basic import Linker, PerformLinker
@@ -68,6 +68,7 @@ def _register(registry: Dict[str, Any], what: str, name: str, factory: Callable[
     if not callable(factory):
         raise TypeError("register a class or zero-argument callable for %s %r" % (what, name))
     registry[name] = factory
+    register_choice(what, name)   # config.linker / config.mode accept it from now on
 
 
 def register_linker(name: str, linker_factory: Callable[[], Linker]) -> None:
