@@ -141,6 +141,10 @@ class Mode:
             devices.require("cuda")   # loads the CUDA package, which registers the "gpu" rewrite
             if "gpu" not in self.include:
                 self.include += ("gpu",)   # the GPU rewrite moves supported nodes to the device
+            if "gemm" not in self.exclude:
+                # Gemm and Ger (CPU ops) would keep a product and its update off the device: there the
+                # product moves as a Dot and the update as an elementwise kernel
+                self.exclude += ("gemm",)
 
     @property
     def linker(self) -> Linker:

@@ -480,3 +480,10 @@ def pools():
             if ob is not None:
                 found.append((path, ob.prefix + "*" + ob.suffix, ob.version, get_threads(ob)))
     return found
+
+
+# ---------------------------------------------------------------- the BLAS-role ops
+
+# ``ffigraph.tensor.blas.Gemv`` and the rest, where Theano and PyTensor users look for them (the
+# ops live in blas_ops.py; this module is imported by the C code, and they by the graph)
+from ffigraph.tensor.blas_ops import Dot22, Gemm, Gemv, Ger, dot22, gemm_no_inplace, gemv, ger  # noqa: E402,F401

@@ -497,7 +497,12 @@ argmin = _arg_reduction("argmin")
 
 
 class Dot(DelegatedCOp, Op):
-    """Inner product of 1-d and 2-d tensors (vector·vector, matrix·vector, vector·matrix, matrix·matrix)."""
+    """Inner product of 1-d and 2-d tensors (vector·vector, matrix·vector, vector·matrix, matrix·matrix).
+
+    The op ``dot`` builds for operands of at most two dimensions. The BLAS rewrites
+    (``ffigraph.rewriting.blas``) rename a compiled float32/float64 node by its BLAS role, as
+    Theano and PyTensor do: ``Dot22`` (matrix·matrix) and ``Gemv`` (matrix·vector,
+    vector·matrix) are subclasses with this very C code; vector·vector stays ``Dot``."""
 
     c_impl = "ffigraph.tensor.dot_c"
     __props__ = ()
@@ -505,8 +510,8 @@ class Dot(DelegatedCOp, Op):
     def make_node(self, x, y):
         x, y = as_tensor_variable(x), as_tensor_variable(y)
         if x.ndim not in (1, 2) or y.ndim not in (1, 2):
-            raise TypeError("dot supports 1-d and 2-d inputs; got %s (%d-d) and %s (%d-d)"
-                            % (x, x.ndim, y, y.ndim))
+            raise TypeError("%s (the op) takes 1-d and 2-d inputs; got %s (%d-d) and %s (%d-d) (the function "
+                            "ffigraph.tensor.dot takes every rank)" % (type(self).__name__, x, x.ndim, y, y.ndim))
         kx, ky = x.type.shape[-1], y.type.shape[0]
         if kx is not None and ky is not None and kx != ky:
             raise ValueError("dot: %s has %d columns but %s has %d rows" % (x, kx, y, ky))
@@ -536,12 +541,25 @@ class Dot(DelegatedCOp, Op):
 _dot = Dot()
 
 
-def dot(x, y):
-    """Matrix product for 1-d/2-d tensors; a scalar operand multiplies elementwise."""
-    x, y = as_tensor_variable(x), as_tensor_variable(y)
-    if x.ndim == 0 or y.ndim == 0:
-        return ELEMWISE["mul"](x, y)
-    return _dot(x, y)
+def dot(a, b):
+    """Theano's and PyTensor's ``dot``: ``numpy.dot`` for operands of every rank.
+
+    - a 0-d operand multiplies elementwise (``a * b``);
+    - operands of one or two dimensions: the ``Dot`` op (vector·vector, matrix·vector,
+      vector·matrix, matrix·matrix);
+    - otherwise (one operand has three or more dimensions) ``numpy.dot``'s sum over the last axis
+      of ``a`` and the second-to-last of ``b`` (its only axis when ``b`` is 1-d), as Theano 1.0:
+      ``tensordot(a, b, [[a.ndim - 1], [max(0, b.ndim - 2)]])``. The result has ``a``'s other axes
+      then ``b``'s; both operands are reshaped to matrices around one ``Dot``, so float32/float64
+      products run through BLAS gemm (an operand that cannot be viewed as a matrix is copied)."""
+    a, b = as_tensor_variable(a), as_tensor_variable(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return ELEMWISE["mul"](a, b)
+    if a.ndim <= 2 and b.ndim <= 2:
+        return _dot(a, b)
+    from ffigraph.tensor.products import _tensordot   # products builds on this module
+
+    return _tensordot(a, b, [[a.ndim - 1], [builtins.max(0, b.ndim - 2)]], "dot")
 
 
 __all__ = list(_PUBLIC.values()) + [

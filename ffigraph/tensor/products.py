@@ -6,7 +6,9 @@ All but one are compositions of ops that have C code, so they run under the C li
 - ``tensordot``: the summed axes moved last in ``a`` and first in ``b`` (``DimShuffle``), both
   reshaped to matrices (``Reshape``), one ``Dot`` (BLAS gemm for float32/float64), and the result
   reshaped; the summed lengths are checked first (``SpecifyShape``), since a reshape would hide a
-  mismatch whose products agree;
+  mismatch whose products agree, and the lengths the operands' types know are kept in the
+  result's type. ``dot`` of an operand with three or more dimensions is this ``tensordot``
+  (``math.dot``, Theano 1.0's rule);
 - ``kron``: an outer product by broadcasting (``DimShuffle``, ``Elemwise`` mul) then ``Reshape``;
 - ``einsum``: diagonals, sums, transposes and ``tensordot`` / ``BatchedMatMul`` (see its docstring
   for the subset).
@@ -175,10 +177,30 @@ def matmul(x1, x2, dtype=None):
 
 
 def _prod(sizes):
-    out = constant(1, dtype="int64")
+    """The product of lengths (ints and symbolic scalars); an int when they are all ints."""
+    known = 1
+    symbolic = []
     for s in sizes:
+        if isinstance(s, (int, np.integer)):
+            known *= int(s)
+        else:
+            symbolic.append(s)
+    if not symbolic:
+        return known
+    out = constant(known, dtype="int64") if known != 1 else symbolic.pop(0)
+    for s in symbolic:
         out = mul(out, s)
     return out
+
+
+def _length(x, i):
+    """Axis ``i``'s length of ``x``: an int when the type knows it, else symbolic."""
+    size = x.type.shape[i]
+    return int(size) if size is not None else shape_i(x, i)
+
+
+def _transposed(x, order):
+    return x if list(order) == list(range(x.ndim)) else x.dimshuffle(*order)
 
 
 def _tensordot_axes(a, b, axes):
@@ -222,19 +244,31 @@ def tensordot(a, b, axes=2):
     """NumPy's ``tensordot``: the sum of products over ``axes`` (an int ``n``: the last ``n`` axes of
     ``a`` with the first ``n`` of ``b``; or a pair of axis lists). The result has ``a``'s other axes
     then ``b``'s."""
+    return _tensordot(a, b, axes, "tensordot")
+
+
+def _tensordot(a, b, axes, what):
+    """``tensordot`` whose messages name ``what`` (``dot`` builds its N-d products here)."""
     a, b = as_tensor_variable(a), as_tensor_variable(b)
     a_axes, b_axes = _tensordot_axes(a, b, axes)
-    b = _check_summed(a, a_axes, b, b_axes, "tensordot")
+    b = _check_summed(a, a_axes, b, b_axes, what)
     a_free = [i for i in range(a.ndim) if i not in a_axes]
     b_free = [j for j in range(b.ndim) if j not in b_axes]
-    a_sizes = [shape_i(a, i) for i in a_free]
-    b_sizes = [shape_i(b, j) for j in b_free]
-    k = _prod([shape_i(a, i) for i in a_axes])
-    # one matrix product: a as (free, summed) times b as (summed, free)
-    am = reshape(a.dimshuffle(*(a_free + a_axes)), [_prod(a_sizes), k], ndim=2)
-    bm = reshape(b.dimshuffle(*(b_axes + b_free)), [k, _prod(b_sizes)], ndim=2)
+    a_sizes = [_length(a, i) for i in a_free]
+    b_sizes = [_length(b, j) for j in b_free]
+    k = _prod([_length(a, i) for i in a_axes])
+    # one matrix product: a as (free, summed) times b as (summed, free); the Reshape copies an
+    # operand that cannot be viewed so, and Dot's C hands the matrices to BLAS gemm
+    am = reshape(_transposed(a, a_free + a_axes), [_prod(a_sizes), k], ndim=2)
+    bm = reshape(_transposed(b, b_axes + b_free), [k, _prod(b_sizes)], ndim=2)
     out = _dot(am, bm)
-    return reshape(out, a_sizes + b_sizes, ndim=len(a_sizes) + len(b_sizes))
+    sizes = a_sizes + b_sizes
+    out = reshape(out, sizes, ndim=len(sizes))
+    static = [s if isinstance(s, int) else None for s in sizes]
+    if any(s is not None for s in static) and any(s is None for s in out.type.shape):
+        # lengths the operands' types know stay known (a reshape to a symbolic shape forgets them)
+        out = specify_shape(out, static)
+    return out
 
 
 # ------------------------------------------------------------------ batched_dot

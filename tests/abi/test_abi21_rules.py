@@ -136,11 +136,11 @@ def test_a_failing_scan_body_is_reported_at_the_scan_node_of_the_table(probed):
     assert (facts[one + ".in_node_lines"], facts[one + ".inner_lines"]) == ("1", "1")
     assert (facts[two + ".in_node_lines"], facts[two + ".inner_lines"]) == ("1", "2")
     cause, inner, node = facts[one + ".message"].split("\\n")
-    assert "dot: shapes (4,) and (5, 2) not aligned" in cause and inner == "  in inner node: Dot(xs[t], W)"
+    assert "dot: shapes (4,) and (5, 2) not aligned" in cause and inner == "  in inner node: Gemv(xs[t], W)"   # the BLAS name (issue 46)
     assert node.startswith("  in node #%s: Scan{" % facts[one + ".node"])
     lines = facts[two + ".message"].split("\\n")
     assert len(lines) == 4 and "(4,) and (5, 2) not aligned" in lines[0], lines
-    assert lines[1].startswith("  in inner node: Dot(") and lines[2].startswith("  in inner node: Scan{"), lines
+    assert lines[1].startswith("  in inner node: Gemv(") and lines[2].startswith("  in inner node: Scan{"), lines
     assert lines[3].startswith("  in node #%s: Scan{" % facts[two + ".node"]), lines
     assert facts[one + ".node"] != facts[two + ".node"]   # each scan is its own node of the table
     # and with shapes that fit, the values are numpy's
@@ -163,7 +163,7 @@ def test_the_python_error_of_a_failing_scan_body_names_both_nodes(probed):
         else f.maker.linker.compiled.library.node_table()
     assert nodes[info.value.failed_node_index][0].startswith("Scan")
     assert "step 0 of scan: dot: shapes (4,) and (5, 2) not aligned" in text
-    assert "in inner node: Dot(xs[t], W)" in text and "in node #0" not in text
+    assert "in inner node: Gemv(xs[t], W)" in text and "in node #0" not in text
     assert "Apply node that caused the error: #%d Scan{" % info.value.failed_node_index in text
 
 
