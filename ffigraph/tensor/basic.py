@@ -696,7 +696,7 @@ __all__ = [
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
     "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange", "get_vector_length",
-    "get_scalar_constant_value", "NotScalarConstantError",
+    "NotScalarConstantError",
 ]
 __all__ += [p + k for p in _PREFIXES for k in _KINDS]
 __all__ += ["tensor5", "tensor6", "tensor7", "row", "col"]
