@@ -22,11 +22,13 @@ from ffigraph import export  # noqa: E402,F401
 # the tensor paths of PyTensor (tensor.random.utils) and Theano (tensor.shared_randomstreams), which
 # may not import compile (.importlinter): the root, which may name every layer, puts them there.
 from ffigraph.compile.random_stream import MRG_RandomStreams, RandomStream, RandomStreams  # noqa: E402
+from ffigraph.compile.random_stream import RandomStateSharedVariable as _RandomStateSharedVariable  # noqa: E402
 from ffigraph.tensor import shared_randomstreams as _shared_randomstreams  # noqa: E402
 from ffigraph.tensor.random import utils as _random_utils  # noqa: E402
 
 _random_utils.RandomStream = RandomStream
 _shared_randomstreams.RandomStreams = RandomStreams
+_shared_randomstreams.RandomStateSharedVariable = _RandomStateSharedVariable
 from ffigraph.linkers import devices as _devices  # noqa: E402
 # Loops and conditions sit above compile (a loop body is rewritten with the function's mode). As in
 # PyTensor, ``ffigraph.scan`` is the function; it carries the package's names (``ffigraph.scan.until``).

@@ -12,6 +12,14 @@ calls repeat. The draws themselves are the counter-based Philox4x32-10 ops of
 
 All three classes draw from the same generator; ``MRG_RandomStreams`` keeps Theano's name and
 signatures of ``theano.sandbox.rng_mrg`` but is not the MRG31k3p generator.
+
+Theano's API on a state: each state is a ``RandomStateSharedVariable`` whose ``get_value`` is a
+``PhiloxState`` (``ffigraph.tensor.random.state``: the vector with RandomState's ``seed``,
+``get_state`` and ``set_state``; with ``borrow=True`` a view of the stored vector, so its methods
+change the state in place as they change Theano's borrowed RandomState), and whose ``set_value``
+takes it back. ``state_updates`` lists the (state, update) pairs, so the tutorial's
+``copy_random_state`` copies ``su1[0].get_value()`` into ``su2[0]``; ``MRG_RandomStreams.rstate``
+is what the keys of the variables made next derive from.
 """
 from __future__ import annotations
 
@@ -19,14 +27,56 @@ import secrets
 
 import numpy as np
 
-from ffigraph.compile.sharedvalue import shared
+from ffigraph.compile.sharedvalue import tensor_shared_class
 from ffigraph.config import config
 from ffigraph.graph.basic import Variable
 from ffigraph.tensor.basic import as_tensor_variable, cast, stack
 from ffigraph.tensor.random import op as rv
 from ffigraph.tensor.random import philox
+from ffigraph.tensor.random.state import PhiloxState
+from ffigraph.tensor.type import TensorType
 
 COUNTER_STEP = np.array([0, 1], dtype=np.uint64)   # added to [key, counter] by each call
+STATE_TYPE = TensorType("uint64", (2,))
+
+
+class RandomStateSharedVariable(tensor_shared_class()):  # type: ignore[misc]  # (made at run time)
+    """The state of one random variable, ``[key, call counter]``, as Theano's random states behave.
+
+    ``get_value()`` is a ``PhiloxState``: the uint64 vector with ``seed``, ``get_state`` and
+    ``set_state``; a copy, or with ``borrow=True`` a view of the stored vector (its methods then
+    change this state directly until a call replaces the stored vector, as Theano's ``borrow``
+    allows). ``set_value`` takes a ``PhiloxState`` or a ``[key, counter]`` vector; a numpy
+    ``RandomState`` or ``Generator`` is refused (these states are Philox's, not Mersenne Twister's).
+    ``return_internal_type=True`` gives the stored plain vector.
+    """
+
+    def get_value(self, borrow=False, return_internal_type=False):
+        """The state as a ``PhiloxState``: a copy, or a view of the stored vector with ``borrow=True``
+        (a copy when that vector is read-only); ``return_internal_type=True``: the plain vector."""
+        value = self.container.storage[0]
+        if return_internal_type:
+            return value if borrow else np.array(value)
+        if borrow and isinstance(value, np.ndarray) and value.flags.writeable:
+            return value.view(PhiloxState)
+        return np.array(value, dtype=np.uint64).view(PhiloxState)
+
+    def set_value(self, new_value, borrow=False):
+        """Set the state to ``new_value``, a ``PhiloxState`` or a uint64 ``[key, counter]`` vector
+        (copied unless ``borrow=True``)."""
+        if isinstance(new_value, (np.random.RandomState, np.random.Generator, np.random.BitGenerator)):
+            raise TypeError("set_value of random state %s: got a numpy %s, but ffigraph's random streams draw from "
+                            "Philox4x32-10 and their state is [key, counter]; seed it with "
+                            "rng_val = %s.get_value(borrow=True); rng_val.seed(n); %s.set_value(rng_val, "
+                            "borrow=True), or copy another state's get_value()"
+                            % (self, type(new_value).__name__, self, self))
+        if isinstance(new_value, PhiloxState):
+            new_value = new_value.view(np.ndarray)
+        super().set_value(new_value, borrow=borrow)
+
+
+def _new_state_variable(value, name):
+    return RandomStateSharedVariable(STATE_TYPE, np.array(value, dtype=np.uint64), name=name)
 
 
 class _StreamBase:
@@ -38,11 +88,14 @@ class _StreamBase:
         philox.seed_to_int(seed)   # a TypeError now for a seed that is not an integer
         self.default_instance_seed = seed
         self._seed = seed
+        self._next_index = 0        # the key index of the next variable (MRG_RandomStreams.rstate moves it)
         self.state_updates = []     # (state, its default update), in the order the variables were made
 
     def _new_state(self):
-        index = len(self.state_updates)
-        state = shared(philox.initial_state(self._seed, index), name="random_state_%d" % index, shape=(2,))
+        index = self._next_index
+        self._next_index += 1
+        name = "random_state_%d" % len(self.state_updates)
+        state = _new_state_variable(philox.initial_state(self._seed, index), name)
         state.default_update = state + COUNTER_STEP
         self.state_updates.append((state, state.default_update))
         return state
@@ -60,12 +113,13 @@ class _StreamBase:
             seed = self.default_instance_seed
         philox.seed_to_int(seed)
         self._seed = seed
-        for index, (state, _) in enumerate(self.state_updates):
-            state.set_value(philox.initial_state(seed, index), borrow=True)
+        for index, entry in enumerate(self.state_updates):
+            entry[0].set_value(philox.initial_state(seed, index), borrow=True)
+        self._next_index = len(self.state_updates)
 
     def updates(self):
         """The (state, update) pairs of every variable made so far (also their default updates)."""
-        return list(self.state_updates)
+        return [(entry[0], entry[1]) for entry in self.state_updates]
 
     def gen(self, op, *args, **kwargs):
         """A draw from ``op``, a builder of ``ffigraph.tensor.random.op`` (``uniform``, ...) that takes
@@ -162,40 +216,110 @@ class RandomStreams(_StreamBase):
         out = self.gen(rv.permutation, n, size=_theano_size(size, ndim))
         return _retag(out, cast(out, dtype)) if out.dtype != dtype else out
 
+    def __getitem__(self, item):
+        """Theano's ``srng[rv.rng]``: the value of the state ``item`` (borrowed, as ``get_value(borrow=True)``)."""
+        return _as_state_variable(item, "RandomStreams[item]").get_value(borrow=True)
+
+    def __setitem__(self, item, val):
+        """Theano's ``srng[rv.rng] = val``: set the state ``item`` to ``val``, a ``PhiloxState`` (what
+        ``srng[item]`` and ``get_value`` give), borrowed."""
+        state = _as_state_variable(item, "RandomStreams[item] = val")
+        if not isinstance(val, PhiloxState):
+            raise TypeError("RandomStreams[item] = val: val must be a random state (a PhiloxState, as "
+                            "srng[item] or item.get_value() give), got %s" % type(val).__name__)
+        state.set_value(val, borrow=True)
+
+
+def _as_state_variable(item, what):
+    if not isinstance(item, RandomStateSharedVariable):
+        raise TypeError("%s: item must be the state of a random variable (rv.rng), got %r" % (what, item))
+    return item
+
 
 def _retag(drawn, out):
     out.rng, out.update = drawn.rng, drawn.update
+    if hasattr(drawn, "rstate"):
+        out.rstate = drawn.rstate
     return out
 
 
 class MRG_RandomStreams(RandomStreams):
     """Theano's ``theano.sandbox.rng_mrg.MRG_RandomStreams(seed=12345)`` signatures, drawing from the
     same Philox4x32-10 generator as the other streams (not MRG31k3p: the numbers differ from
-    Theano's). ``nstreams`` is accepted and ignored: every element has its own counter already."""
+    Theano's). ``nstreams`` is accepted and ignored: every element has its own counter already.
+
+    As in Theano, a draw's state is also its ``rstate`` attribute, ``state_updates`` holds
+    ``(state, update, size, nstreams)`` entries, and the stream's ``rstate`` is what the states of
+    the variables made next derive from: here the uint64 vector ``[seed, index of the next
+    variable]`` (Theano's is six int32 of MRG31k3p). Assigning one stream's ``rstate`` to another
+    makes the variables the second makes next draw what the first one's would.
+    """
 
     def __init__(self, seed=12345):
         super().__init__(seed)
 
+    @property
+    def rstate(self):
+        """``[seed, next index]`` (uint64, a copy): the key of the next variable made is
+        ``philox.derive_key(seed, next index)``."""
+        return np.array([philox.seed_to_int(self._seed), self._next_index], dtype=np.uint64)
+
+    @rstate.setter
+    def rstate(self, value):
+        arr = np.asarray(value)
+        if arr.shape != (2,) or arr.dtype.kind not in "iu" or (arr.dtype.kind == "i" and bool((arr < 0).any())):
+            raise ValueError("MRG_RandomStreams.rstate must be [seed, next index], two non-negative integers as "
+                             "another stream's rstate gives (ffigraph's streams are Philox4x32-10, not MRG31k3p's "
+                             "six int32), got %r" % (value,))
+        self._seed = int(arr[0])
+        self._next_index = int(arr[1])
+
+    def set_rstate(self, seed):
+        """Theano's ``set_rstate(seed)``: the variables made next take their states from ``seed``, as
+        those of a new ``MRG_RandomStreams(seed)`` do; the existing ones keep theirs."""
+        philox.seed_to_int(seed)
+        self._seed = seed
+        self._next_index = 0
+
+    def inc_rstate(self):
+        """Theano's ``inc_rstate()``: skip the state the next variable would have taken."""
+        self._next_index += 1
+
+    def gen(self, op, *args, **kwargs):
+        # Theano's MRG bookkeeping: the state is also the draw's ``rstate``, and state_updates records
+        # (state, update, size, nstreams); the methods below put in the size and nstreams they were given
+        out = super().gen(op, *args, **kwargs)
+        state, update = self.state_updates[-1]
+        self.state_updates[-1] = (state, update, kwargs.get("size"), None)
+        out.rstate = state
+        return out
+
+    def _noted(self, out, size, nstreams):
+        state, update = self.state_updates[-1][:2]
+        self.state_updates[-1] = (state, update, size, nstreams)
+        return out
+
     def uniform(self, size, low=0.0, high=1.0, ndim=None, dtype=None, nstreams=None, **kwargs):
-        return super().uniform(size, low, high, ndim, dtype)
+        return self._noted(super().uniform(size, low, high, ndim, dtype), size, nstreams)
 
     def normal(self, size, avg=0.0, std=1.0, ndim=None, dtype=None, nstreams=None, truncate=False, **kwargs):
         if truncate:
             raise NotImplementedError("MRG_RandomStreams.normal(truncate=True) is not implemented")
-        return super().normal(size, avg, std, ndim, dtype)
+        return self._noted(super().normal(size, avg, std, ndim, dtype), size, nstreams)
 
     def binomial(self, size=None, n=1, p=None, ndim=None, dtype="int64", nstreams=None, **kwargs):
         if p is None:
             raise TypeError("binomial: p is required")
-        return super().binomial(size, n, p, ndim, dtype)
+        return self._noted(super().binomial(size, n, p, ndim, dtype), size, nstreams)
 
     def choice(self, size=1, a=None, replace=True, p=None, ndim=None, dtype="int64", nstreams=None, **kwargs):
         if a is None:
             raise TypeError("choice: a is required")
-        return super().choice(size if size is not None else (), a, replace, p, ndim, dtype)
+        out = super().choice(size if size is not None else (), a, replace, p, ndim, dtype)
+        return self._noted(out, size, nstreams)
 
     def multinomial(self, *args, **kwargs):
         raise NotImplementedError("MRG_RandomStreams.multinomial is not implemented")
 
 
-__all__ = ["RandomStream", "RandomStreams", "MRG_RandomStreams"]
+__all__ = ["RandomStream", "RandomStreams", "MRG_RandomStreams", "RandomStateSharedVariable"]

@@ -83,6 +83,7 @@ MODULES: Dict[str, Optional[Tuple[Target, ...]]] = {
     "theano.tensor.sharedvar": ("ffigraph.compile.sharedvalue",),
     "theano.tensor.subtensor": ("ffigraph.tensor.subtensor", "ffigraph.tensor.advanced_subtensor"),
     "theano.tensor.sort": ("ffigraph.tensor.sort",),
+    "theano.tensor.blas": ("ffigraph.tensor.blas",),
     "theano.tensor.opt": None,
     "theano.sandbox": ("ffigraph.sandbox",),
     "theano.sandbox.rng_mrg": ("ffigraph.sandbox.rng_mrg",),
