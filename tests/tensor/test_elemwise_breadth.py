@@ -61,9 +61,20 @@ def _round_half_away_exact(x):
     return np.vectorize(one, otypes=[x.dtype])(x) if x.size else x.copy()
 
 
+def _xlogx_ref(x):
+    # Theano's XlogX: the limit 0 at x = 0
+    return np.where(x == 0, 0, x * np.log(x))
+
+
+def _xlogy0_ref(x, y):
+    # Theano's XlogY0: 0 wherever x is 0, whatever y
+    return np.where(x == 0, 0, x * np.log(y))
+
+
 # name -> (ffigraph function, reference, accepted kinds, dtype rule); scipy-only references skip
 # without scipy
 UNARY = {
+    "xlogx": (T.xlogx.xlogx, _xlogx_ref, "biuf", "float"),
     "arcsin": (T.arcsin, np.arcsin, "biuf", "float"),
     "arccos": (T.arccos, np.arccos, "biuf", "float"),
     "arctan": (T.arctan, np.arctan, "biuf", "float"),
@@ -90,6 +101,7 @@ BINARY = {
     "arctan2": (T.arctan2, np.arctan2, "biuf", "float"),
     "hypot": (T.hypot, np.hypot, "biuf", "float"),
     "logaddexp": (T.logaddexp, np.logaddexp, "biuf", "float"),
+    "xlogy0": (T.xlogx.xlogy0, _xlogy0_ref, "biuf", "float"),
 }
 
 

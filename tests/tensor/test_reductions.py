@@ -494,12 +494,13 @@ def test_dot_methods_and_matmul(mode):
     ], mode)
 
 
-def test_dot_of_3d_raises_type_error():
-    """dot is for 1-d and 2-d operands; ``@`` is numpy's matmul (batched: tests/tensor/test_products.py)."""
-    for (x, y), ndim in zip(((T.dtensor3(), T.dmatrix()), (T.dmatrix(), T.dtensor3()), (T.dtensor3(), T.dvector()),
-                             (T.dtensor4(), T.dtensor4())), (3, 3, 2, 4)):
-        with pytest.raises(TypeError):
-            T.dot(x, y)
+def test_dot_of_nd_is_numpy_dot_and_matmul_is_numpy_matmul():
+    """dot of N-d operands is numpy.dot's (Theano 1.0's tensordot: values in test_dot_nd.py); ``@`` is
+    numpy's matmul (batched: tests/tensor/test_products.py)."""
+    for (x, y), ndim, dot_ndim in zip(((T.dtensor3(), T.dmatrix()), (T.dmatrix(), T.dtensor3()),
+                                       (T.dtensor3(), T.dvector()), (T.dtensor4(), T.dtensor4())),
+                                      (3, 3, 2, 4), (3, 3, 2, 6)):
+        assert T.dot(x, y).ndim == dot_ndim
         assert (x @ y).ndim == ndim
 
 
