@@ -232,6 +232,13 @@ class DelegatedCOp(COp):
         return self._delegate("c_code_cache_version", ())
 
 
+def c_format_text(text):
+    """``text`` for the inside of a C string literal that is a printf format (an error message):
+    quotes, backslashes and trigraph question marks escaped, ``%`` doubled, newlines as spaces."""
+    return (str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("%", "%%")
+            .replace("?", "\\?"))
+
+
 def c_string(text):
     """A C string literal for any text: printable ASCII kept, everything else as octal escapes
     (so a name can hold quotes, newlines or non-ASCII without breaking or changing the source)."""

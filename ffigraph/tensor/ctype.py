@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ffigraph.abi import C_ELEMENT_TYPES, c_element_type, dtype_code  # noqa: F401  (re-exported)
-from ffigraph.graph.c_interface import CType
+from ffigraph.graph.c_interface import CType, MethodNotDefined
 
 def c_number(value, dtype):
     """A C literal for one element."""
@@ -91,3 +91,11 @@ if (ffg_extract(&%(name)s, %(input)s, %(slot)d, %(label)s, %(check)d, %(code)d, 
 
     def c_code_cache_version(self):
         return (1,)
+
+
+def float_element_type(op, dtype):
+    """The C element type of ``dtype`` for an op whose C covers float32 and float64 only
+    (MethodNotDefined, naming the op and the dtype, for any other)."""
+    if np.dtype(dtype).name not in ("float32", "float64"):
+        raise MethodNotDefined("%s: C code for float32 and float64 only, not %s" % (op, dtype))
+    return c_element_type(dtype)

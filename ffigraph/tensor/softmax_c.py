@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.graph.c_interface import MethodNotDefined
-from ffigraph.tensor.ctype import c_element_type
+from ffigraph.graph.c_interface import MethodNotDefined, c_format_text as _message
+from ffigraph.tensor.ctype import c_element_type, float_element_type as _float_type
 from ffigraph.tensor.reduce_c import _Lines
 
 VERSION = (1,)
@@ -47,16 +47,6 @@ VERSION = (1,)
 # ------------------------------------------------------------------ helpers
 
 
-def _message(text):
-    """``text`` inside a C string literal used as a printf format."""
-    return (str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ").replace("%", "%%")
-            .replace("?", "\\?"))
-
-
-def _float_type(op, dtype):
-    if np.dtype(dtype).name not in ("float32", "float64"):
-        raise MethodNotDefined("%s: C code for float32 and float64 only, not %s" % (op, dtype))
-    return c_element_type(dtype)
 
 
 def _int_type(op, dtype):

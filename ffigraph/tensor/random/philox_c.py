@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.graph.c_interface import MethodNotDefined
+from ffigraph.graph.c_interface import MethodNotDefined, c_format_text as _message
 from ffigraph.tensor.ctype import c_element_type
 from ffigraph.tensor.random import philox
 
@@ -460,10 +460,6 @@ def c_compile_args(op):
 def c_code_cache_version(op):
     return (2,)
 
-
-def _message(text):
-    """Text safe inside a C string literal used as a printf format."""
-    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("?", "\\?")
 
 
 def _indent(text, n=4):

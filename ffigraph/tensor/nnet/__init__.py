@@ -1,5 +1,12 @@
 """Theano's ``theano.tensor.nnet`` names: activations, softmax over rows and the cross-entropies.
 
+The convolutional family lives in submodules imported when first used (a program that never
+convolves never loads them): ``abstract_conv`` (``conv2d``, ``conv3d`` and their gradient ops),
+``conv`` (Theano 0.x's ``conv2d`` name), ``bn`` (batch normalization) and ``neighbours``
+(``images2neibs``). ``nnet.conv2d``, ``nnet.conv3d``, ``nnet.batch_normalization``,
+``nnet.images2neibs`` and the other names Theano 1.0's ``nnet`` re-exports resolve to them on first
+access; pooling is ``ffigraph.tensor.signal.pool``, as in Theano.
+
 Activations (graphs of elementwise ops, so they fuse and differentiate like any other):
 
 * ``sigmoid``, ``softplus``: the stable elementwise ops (the same as ``ffigraph.tensor``'s);
@@ -383,3 +390,30 @@ def crossentropy_softmax_argmax_1hot_with_bias(x, b, y_idx):
     xb = as_tensor_variable(x) + b
     nll, sm = crossentropy_softmax_1hot(xb, y_idx)
     return nll, sm, argmax(xb, axis=1)
+
+
+# ------------------------------------------------------------------ the convolutional family, on first use
+
+# name -> the submodule that defines it (Theano 1.0's nnet re-exports these)
+_LAZY_NAMES = {
+    "conv2d": "abstract_conv", "conv3d": "abstract_conv", "conv2d_transpose": "abstract_conv",
+    "abstract_conv2d": "abstract_conv", "conv2d_grad_wrt_inputs": "abstract_conv",
+    "conv2d_grad_wrt_weights": "abstract_conv", "separable_conv2d": "abstract_conv",
+    "batch_normalization": "bn", "batch_normalization_train": "bn", "batch_normalization_test": "bn",
+    "images2neibs": "neighbours", "neibs2images": "neighbours", "Images2Neibs": "neighbours",
+}
+_LAZY_MODULES = ("abstract_conv", "conv", "bn", "neighbours")
+
+
+def __getattr__(name):
+    """Load a convolutional submodule the first time one of its names is read (PEP 562)."""
+    import importlib
+
+    if name in _LAZY_MODULES:
+        return importlib.import_module("%s.%s" % (__name__, name))
+    module_name = _LAZY_NAMES.get(name)
+    if module_name is None:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    value = getattr(importlib.import_module("%s.%s" % (__name__, module_name)), name)
+    globals()[name] = value
+    return value
