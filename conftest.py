@@ -55,7 +55,9 @@ SANITIZE = OP_MATRIX + (
     "tests/tensor/test_elemwise_breadth.py", "tests/tensor/linalg/test_cholesky_triangular.py",
     "tests/tensor/linalg/test_solve_inv_det.py", "tests/tensor/linalg/test_decompositions.py",
     "tests/tensor/linalg/test_norm_power.py", "tests/compile/test_call_safety.py",
-    "tests/tools/test_fuzz_programs.py",
+    "tests/tools/test_fuzz_programs.py", "tests/tensor/nnet/test_neighbours.py",
+    "tests/tensor/nnet/test_conv_c.py", "tests/tensor/signal/test_pool.py",
+    "tests/tensor/nnet/test_bn.py",
 )
 
 
