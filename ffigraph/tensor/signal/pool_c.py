@@ -155,6 +155,14 @@ static int ffg_pool_setup(ffg_pool_job *J, const char *op, int kind, int mode, i
         J->pad[d] = val[2][k];
         J->out[d] = ffg_pool_windows(J->in[d], J->ws[d], J->st[d], J->pad[d], ignore_border);
     }
+    /* with padding, an empty axis still has windows (of padding only), and the maximum of an empty
+       window does not exist (numpy's max of an empty array raises, and so does perform) */
+    if (mode == FFG_POOL_MAX && J->out[0] * J->out[1] * J->out[2] > 0
+        && (J->in[0] == 0 || J->in[1] == 0 || J->in[2] == 0)) {
+        ffg_set_error(err, FFG_ERR_VALUE, -1, "%s: the windows over an empty axis hold only padding, and they "
+                      "have no maximum", op);
+        return -1;
+    }
     for (d = 0; d < J->nlead; ++d)
         J->lead[d] = xshape[d];
     J->nplanes = ffg_size(J->nlead, J->lead);

@@ -382,6 +382,19 @@ def test_run_time_errors(mode):
         np.testing.assert_allclose(out[1], ref_max_grad(a, good, good, (2, 2), (2, 2), (1, 1), True))
 
 
+
+@pytest.mark.parametrize("mode", [PY, C], ids=["py", "c"])
+def test_max_of_padding_only_windows_is_an_error(mode):
+    """An empty image padded by 1 has windows that hold only padding: max pooling has no value
+    there (numpy's max of nothing raises). The C code read element 0 of the empty input and
+    returned whatever was in memory (found by the CUDA tier's oracle)."""
+    x = T.tensor4()
+    f = function([x], pool_2d(x, (2, 2), ignore_border=True, pad=(1, 1)), mode=mode)
+    with pytest.raises(ValueError, match="(no maximum|empty|zero-size)"):
+        f(np.zeros((1, 1, 0, 0)))
+    a = np.arange(9.0).reshape(1, 1, 3, 3)
+    np.testing.assert_array_equal(f(a), ref_pool(a, (2, 2), (2, 2), (1, 1), True, "max"))
+
 def test_threads():
     """The C kernels split over the pool (ranges of whole planes; the cut is fixed by the shape)."""
     rng = np.random.default_rng(9)
