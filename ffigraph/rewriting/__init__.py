@@ -5,7 +5,8 @@ Order (position) and tags::
   0    merge          fast_run fast_compile
   1    canonicalize   fast_run fast_compile   (constant folding, algebraic identities, shapes)
   2    stabilize      fast_run                (log(sigmoid), log1p/expm1, softplus, log(softmax))
-  3    specialize     fast_run                (cheaper forms; BLAS names: Dot22, Gemv, Gemm, Ger)
+  3    specialize     fast_run                (cheaper forms; BLAS names: Dot22, Gemv, Gemm, Ger;
+                                               a convolution's bias, batch norm and relu fused into it)
   3.5  merge_again    fast_run fast_compile
   4    fusion         fast_run                (elementwise chains and their reductions in one loop)
   4.5  gpu            gpu                     (Mode(device='cuda'): supported nodes to the GPU;
@@ -24,6 +25,7 @@ from ffigraph.rewriting import shape as _shape  # noqa: F401
 from ffigraph.rewriting import stabilize as _stabilize  # noqa: F401
 from ffigraph.rewriting import nnet as _nnet  # noqa: F401  (log(softmax), the fused cross-entropy)
 from ffigraph.rewriting import blas as _blas  # noqa: F401  (Dot22, Gemv, Gemm, Ger: BLAS names)
+from ffigraph.rewriting import conv as _conv  # noqa: F401  (conv + bias / batch norm / relu: one fused op)
 from ffigraph.rewriting.constant_folding import constant_folding
 from ffigraph.rewriting.fusion import fusion_rewrite
 from ffigraph.rewriting.groups import canonicalize, register_canonicalize, specialize, stabilize
