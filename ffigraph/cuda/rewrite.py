@@ -4,11 +4,11 @@ Enabled by ``Mode(device='cuda')`` or ``config.device = 'cuda'`` (the mode then
 includes the ``gpu`` tag). It runs after fusion, so a fused elementwise loop
 becomes one kernel, and a fused reduction becomes a kernel for its elementwise
 part and one for the reduction. A node moves when the GPU has code for it
-(elementwise ops and fused loops, reductions, dot); every other node stays on
-the CPU. Each moved node reads ``gpu_from_host(x)``, or the device value
-directly when ``x`` came back from the GPU, so chains of moved nodes keep
-their values on the device and a transfer appears only where the graph
-crosses between CPU and GPU.
+(elementwise ops and fused loops, reductions, dot, and a CNN's convolutions,
+pooling, batch normalization and neighbours); every other node stays on the CPU. Each
+moved node reads ``gpu_from_host(x)``, or the device value directly when ``x``
+came back from the GPU, so chains of moved nodes keep their values on the
+device and a transfer appears only where the graph crosses between CPU and GPU.
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _on_device(var):
 
 def _gpu_version(node):
     """The device outputs computing ``node``'s outputs, or None when the node stays on the CPU."""
-    from ffigraph.cuda import dot, elemwise, reduce
+    from ffigraph.cuda import bn, conv, dot, elemwise, neighbours, pool, reduce
     from ffigraph.tensor.elemwise import Elemwise
     from ffigraph.tensor.fused import FusedElemwise, FusedReduce
     from ffigraph.tensor.math import Dot, Reduce
@@ -47,6 +47,10 @@ def _gpu_version(node):
         return [reduce.GpuReduce.from_cpu(op)(_on_device(ins[0]))]
     if isinstance(op, Dot) and dot.gpu_dot_supported(node):
         return [dot.GpuDot()(_on_device(ins[0]), _on_device(ins[1]))]
+    for cnn in (conv, pool, bn, neighbours):   # each says which of its CPU ops it takes (None: not this one)
+        outs = cnn.gpu_version(node, _on_device)
+        if outs is not None:
+            return outs
     return None
 
 
