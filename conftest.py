@@ -77,6 +77,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a working CUDA GPU (skipped elsewhere, with the reason)")
     config.addinivalue_line("markers", "op_matrix: a file of OP_MATRIX (conftest.py): one case per op on PyPy")
     config.addinivalue_line("markers", "sanitize: a file of SANITIZE (conftest.py): run in the sanitizer phase")
+    config.addinivalue_line("markers", "finite_differences: a gradient check by finite differences, left out of the "
+                            "sanitizer phase (it calls the C kernels its file's value tests run there, many times over)")
 
 
 def pytest_collection_modifyitems(config, items):

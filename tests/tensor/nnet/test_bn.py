@@ -243,6 +243,7 @@ def _spatial(i, a, g, b):
     return bn.batch_normalization_train(a, g, b, "spatial", 1e-3)[i]
 
 
+@pytest.mark.finite_differences
 def test_verify_grad(mode):
     verify_grads([
         ("train spatial, out", lambda a, g, b: _spatial(0, a, g, b), [X4, G2, B2]),
@@ -257,6 +258,7 @@ def test_verify_grad(mode):
     ], mode)
 
 
+@pytest.mark.finite_differences
 def test_second_derivatives():
     """The gradient ops' own gradients (their formulas as graphs, differentiated): values only, so
     under the Python linker (the C of every op in these graphs is checked above)."""

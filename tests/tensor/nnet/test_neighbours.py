@@ -295,6 +295,7 @@ def test_build_time_errors():
     assert str(Images2Neibs("half")) == "Images2Neibs{half}" and Images2Neibs("half") == Images2Neibs("half")
 
 
+@pytest.mark.finite_differences
 def test_verify_grad():
     """Finite differences for the gradient of every mode (overlapping steps, padding, wrapping)
     and for Neibs2Images' own gradient: the mathematics of the gradient graphs, checked under the

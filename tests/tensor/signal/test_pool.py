@@ -285,6 +285,7 @@ def test_grad_ops_hand_formulas(mode):
         np.testing.assert_allclose(got, e, err_msg=label, **_tol(got.dtype))
 
 
+@pytest.mark.finite_differences
 def test_verify_grad_up_to_second_derivatives():
     rng = np.random.default_rng(11)
 
