@@ -257,6 +257,17 @@ class _PoolBase(DelegatedCOp, Op):
         n_arrays = len(node.inputs) - 3
         return [[True]] * n_arrays + [[False]] * 3
 
+    def _max_node(self, x, maxout, gz, ws, stride, pad, out_of):
+        """The node of a max-pooling gradient op, ``(x, maxout, gz, ws, stride, pad)``, whose
+        output has the type of ``out_of`` ("x" or "maxout")."""
+        what = str(self)
+        x = _float_tensor(x, what, "the input x")
+        maxout = _float_tensor(maxout, what, "maxout", x.ndim, x.dtype)
+        gz = _float_tensor(gz, what, "gz", x.ndim, x.dtype)
+        ws, stride, pad, _ = self._params(x, ws, stride, pad)
+        out = x if out_of == "x" else maxout
+        return Apply(self, [x, maxout, gz, ws, stride, pad], [out.type()])
+
 
 class Pool(_PoolBase):
     """Pooling over the last ``ndim`` axes: ``Pool(ignore_border=False, mode='max', ndim=2)(x, ws,
@@ -340,6 +351,7 @@ class PoolGrad(_PoolBase):
     out_shape = staticmethod(Pool.out_shape)
 
 
+
 class MaxPoolGrad(PoolGrad):
     """The gradient of max pooling: ``MaxPoolGrad(ignore_border, ndim=2)(x, maxout, gz, ws,
     stride=None, pad=None)`` -> ``gx`` of ``x``'s shape: each element of a window equal to the
@@ -353,12 +365,7 @@ class MaxPoolGrad(PoolGrad):
         super().__init__(ignore_border, "max", ndim)
 
     def make_node(self, x, maxout, gz, ws, stride=None, pad=None):
-        what = str(self)
-        x = _float_tensor(x, what, "the input x")
-        maxout = _float_tensor(maxout, what, "maxout", x.ndim, x.dtype)
-        gz = _float_tensor(gz, what, "gz", x.ndim, x.dtype)
-        ws, stride, pad, _ = self._params(x, ws, stride, pad)
-        return Apply(self, [x, maxout, gz, ws, stride, pad], [x.type()])
+        return self._max_node(x, maxout, gz, ws, stride, pad, "x")
 
     def perform(self, node, inputs, output_storage):
         x, maxout, gz = inputs[:3]
@@ -449,12 +456,7 @@ class DownsampleFactorMaxGradGrad(_PoolBase):
         super().__init__(ignore_border, "max", ndim)
 
     def make_node(self, x, maxout, gz, ws, stride=None, pad=None):
-        what = str(self)
-        x = _float_tensor(x, what, "the input x")
-        maxout = _float_tensor(maxout, what, "maxout", x.ndim, x.dtype)
-        gz = _float_tensor(gz, what, "gz", x.ndim, x.dtype)
-        ws, stride, pad, _ = self._params(x, ws, stride, pad)
-        return Apply(self, [x, maxout, gz, ws, stride, pad], [maxout.type()])
+        return self._max_node(x, maxout, gz, ws, stride, pad, "maxout")
 
     def perform(self, node, inputs, output_storage):
         x, maxout, ggx = inputs[:3]
