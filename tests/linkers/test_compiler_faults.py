@@ -5,8 +5,10 @@ fault and the final good build (the script then runs gcc) share one compiler ide
 so one cache key: after each fault the cache must hold no entry, no held lock and no
 leftover build folder for it, and the very same graph must then build and run.
 """
+import json
 import os
 import shutil
+import subprocess
 import time
 
 import numpy as np
@@ -67,6 +69,9 @@ def fake_cc(tmp_path):
     script.chmod(0o755)
     behaviour.write_text("ok")
     with config.change_flags(cxx=str(script), compiledir=str(tmp_path / "cache")):
+        # the runtime object every library links, built first by the (sound) compiler: the faults
+        # below hit the library's own build (test_faulty_runtime_object: faults at that step)
+        cache.runtime_object(None, cache.private_subdir("locks"), cache.private_subdir("tmp"))
         yield behaviour.write_text, sleep_pid
 
 
@@ -187,6 +192,47 @@ def test_library_without_the_entry_points_is_not_kept(fake_cc):
         _compile(inputs, out)
     assert isinstance(info.value, CompileError)
     _assert_cache_clean()
+    _builds_after_fix(set_behaviour, inputs, out)
+
+
+@pytest.mark.parametrize("behaviour, message", [("nolib", "wrote no object file"),
+                                                ("garbage", "is not a relocatable object"),
+                                                ("wronglib", "is not a relocatable object"),
+                                                ("fail", "the sky is falling")])
+def test_faulty_runtime_object(fake_cc, behaviour, message):
+    """The runtime object (built once per compiler and flags, then linked by every library) from a
+    compiler that fails or lies: a CompileError that says so, nothing published, and once the
+    compiler is sound the object is built and the graph runs."""
+    set_behaviour, _ = fake_cc
+    cache.discard_runtime_object()
+    inputs, out = _graph()
+    set_behaviour(behaviour)
+    with pytest.raises(CompileError, match=message):
+        _compile(inputs, out)
+    assert not os.path.exists(os.path.join(cache.root(), cache.RUNTIME, cache.runtime_key()))
+    _builds_after_fix(set_behaviour, inputs, out)
+
+
+def test_a_runtime_object_without_the_functions_is_replaced(fake_cc):
+    """A sound-looking object that lacks the runtime's functions (written by hand here): the link
+    names them, the object is dropped, and the next build makes it again."""
+    set_behaviour, _ = fake_cc
+    folder = os.path.join(cache.root(), cache.RUNTIME, cache.runtime_key())
+    obj = os.path.join(folder, cache.RUNTIME_OBJECT_NAME)
+    empty = os.path.join(os.path.dirname(cache.root()), "empty.c")
+    with open(empty, "w") as fh:
+        fh.write("int ffg_not_the_runtime;\n")
+    subprocess.run([REAL_CC, "-c", "-fPIC", "-o", obj, empty], check=True)
+    meta = os.path.join(folder, cache.META_NAME)
+    with open(meta) as fh:
+        record = json.load(fh)
+    record["sha256"] = cache.sha256_file(obj)
+    with open(meta, "w") as fh:
+        json.dump(record, fh)
+    inputs, out = _graph()
+    with pytest.raises(CompileError, match="undefined reference to `ffg_"):
+        _compile(inputs, out)
+    assert not os.path.exists(folder)
     _builds_after_fix(set_behaviour, inputs, out)
 
 

@@ -194,7 +194,8 @@ def _check_library_file(lib_path, src_path, keep_name, command):
                            _keep_failed(src_path, keep_name), command, 0)
 
 
-def build_library(source, name, requirements, compiler=None, directory=None, nodes=None, key=None):
+def build_library(source, name, requirements, compiler=None, directory=None, nodes=None, key=None,
+                  runtime_object=None):
     """Compile ``source`` into ``<directory>/<name>.so`` and return its path.
 
     When the requirements carry CUDA sources, nvcc compiles them into an object
@@ -204,6 +205,11 @@ def build_library(source, name, requirements, compiler=None, directory=None, nod
     ``nodes`` (the graph's node count) and ``key`` (the cache key being filled) only describe the
     build: in the INFO line logged before the compiler starts, and in the progress line a
     terminal shows while a long compile runs.
+
+    ``runtime_object``: the runtime's functions compiled for this compiler and flags (the compile
+    cache's ``runtime_object``), linked into the library instead of compiled in it again
+    (``-DFFG_RUNTIME_LINKED``: the source then reads only their declarations). None: the source is
+    built alone, as an export's ``make library`` builds it.
     """
     private = directory is None   # the cache and exports pass their own folder
     directory = directory or _private_workdir()
@@ -227,6 +233,8 @@ def build_library(source, name, requirements, compiler=None, directory=None, nod
     with CompileProgress(what):
         cuda_obj = _compile_cuda(requirements, directory, name)
         head, libs = compiler_command(requirements, compiler)
+        if runtime_object is not None:
+            head, libs = head + ["-DFFG_RUNTIME_LINKED=1"], [runtime_object] + libs
         if cuda_obj is not None:
             libs = [cuda_obj] + libs + cuda_link_flags(requirements)
         masks = part_masks(requirements.get("parts"), build_jobs())
@@ -240,6 +248,37 @@ def build_library(source, name, requirements, compiler=None, directory=None, nod
     _log.log(logging.INFO if private else logging.DEBUG, "built %s%s in %.2f s", lib_path,
              " privately (not cached)" if private else "", time.perf_counter() - start)
     return lib_path
+
+
+def compile_runtime_object(source, directory, compiler=None):
+    """Compile the runtime object's ``source`` (runtime.RUNTIME_OBJECT_C) into
+    ``<directory>/runtime.o`` with the flags every library is built with; its path."""
+    head, _ = compiler_command({}, compiler)
+    src_path = os.path.join(directory, "runtime.c")
+    obj_path = os.path.join(directory, "runtime.o")
+    with open(src_path, "w") as fh:
+        fh.write(source)
+    command = [f for f in head if f != "-shared"] + ["-c", "-o", obj_path, src_path]
+    _run(command, src_path, "runtime.c", "C compiler")
+    _check_object_file(obj_path, src_path, command)
+    os.unlink(src_path)
+    return obj_path
+
+
+def _check_object_file(obj_path, src_path, command):
+    """The compiler said it succeeded: make sure it wrote a relocatable object (ELF type 1), which
+    every library of the cache will link."""
+    try:
+        with open(obj_path, "rb") as fh:
+            head = fh.read(18)
+    except OSError:
+        raise CompileError("the C compiler exited 0 but wrote no object file at %s (the runtime's functions, "
+                           "which the cache's libraries link)" % obj_path,
+                           _keep_failed(src_path, "runtime.c"), command, 0) from None
+    if sys.platform.startswith("linux") and (head[:4] != b"\x7fELF" or head[16:18] not in (b"\x01\x00", b"\x00\x01")):
+        raise CompileError("the C compiler exited 0 but %s is not a relocatable object (%s)"
+                           % (obj_path, "empty" if not head else "starts with %r" % head[:18]),
+                           _keep_failed(src_path, "runtime.c"), command, 0)
 
 
 def build_jobs():

@@ -49,8 +49,10 @@ from filelock import FileLock, Timeout
 
 from ffigraph.abi import ABI_VERSION
 from ffigraph.config import config
-from ffigraph.linkers.c.build import build_library, compiler_command, cuda_source_text, room_needed
+from ffigraph.linkers.c.build import (CompileError, build_library, compile_runtime_object, compiler_command,
+                                     cuda_source_text, room_needed)
 from ffigraph.linkers.c.library_file import LibraryFileError, check_library_file
+from ffigraph.linkers.c.runtime import RUNTIME_OBJECT_C
 from ffigraph.linkers.c.private_files import (CacheNoSpaceError, CacheSecurityError, check_folders, check_private,
                                              is_no_space, private_dir, publish_private_file, read_private_file,
                                              write_private_file)
@@ -254,11 +256,103 @@ def _build_folder(kind, key, tmp_root):
     return tempfile.mkdtemp(prefix="%s-%s-" % (kind, key), dir=tmp_root)
 
 
+# ------------------------------------------------------------------ the runtime object
+
+RUNTIME = "runtime"
+RUNTIME_OBJECT_NAME = "runtime.o"
+
+
+def runtime_key(compiler=None):
+    """The key of the runtime object for this compiler and the flags every library is built with."""
+    cc = compiler or config.cxx
+    head, _ = compiler_command({}, cc)
+    parts = ["runtime object", "abi=%d" % ABI_VERSION, "compiler=" + compiler_identity(cc),
+             "flags=" + " ".join(head[1:]), "source=" + hashlib.sha256(RUNTIME_OBJECT_C.encode()).hexdigest()]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def _sound_runtime_object(path, key):
+    """The object's path if ``path`` (a runtime folder) is sound; None if absent; ValueError if damaged."""
+    try:
+        check_path(os.path.dirname(path))
+    except OSError:
+        return None
+    if not os.path.lexists(path):
+        return None
+    check_private(path)
+    meta = _read_json(os.path.join(path, META_NAME))
+    obj = os.path.join(path, RUNTIME_OBJECT_NAME)
+    if not isinstance(meta, dict) or meta.get("key") != key or not os.path.isfile(obj):
+        raise ValueError("runtime object or its metadata missing")
+    check_private(obj)
+    if sha256_file(obj) != meta.get("sha256"):
+        raise ValueError("runtime object does not match its recorded hash (truncated or modified)")
+    return obj
+
+
+def runtime_object(compiler, locks, tmp_root):
+    """The path of the runtime's functions compiled once for this compiler and flags
+    (``runtime/<key>/runtime.o``), built and published (one rename, under its key's lock) on first
+    use. Libraries of the cache link it instead of compiling those functions again (about a
+    tenth of a small graph's compile time). A damaged object is moved aside and rebuilt."""
+    key = runtime_key(compiler)
+    path = os.path.join(root(), RUNTIME, key)
+    try:
+        obj = _sound_runtime_object(path, key)
+        if obj is not None:
+            return obj
+    except ValueError:
+        pass   # rebuilt under the lock
+    with lock_for(locks, key):
+        try:
+            obj = _sound_runtime_object(path, key)
+            if obj is not None:
+                return obj
+        except ValueError as why:
+            warnings.warn("the compile cache's runtime object %s is damaged (%s); rebuilding it" % (path, why),
+                          CorruptEntryWarning)
+            _discard(path)
+        build_dir = _build_folder("build", key, tmp_root)
+        try:
+            obj = compile_runtime_object(RUNTIME_OBJECT_C, build_dir, compiler)
+            meta = dict(key=key, sha256=sha256_file(obj), compiler=compiler_identity(compiler or config.cxx))
+            write_private_file(os.path.join(build_dir, META_NAME), json.dumps(meta, indent=1, sort_keys=True).encode(),
+                               "the runtime object's meta.json")
+            _private_dir(os.path.join(root(), RUNTIME))
+            try:
+                os.rename(build_dir, path)
+            except OSError:   # published first by a process this lock did not hold back (no working locks)
+                obj = _sound_runtime_object(path, key)
+                if obj is None:
+                    raise
+                shutil.rmtree(build_dir, ignore_errors=True)
+                return obj
+        except BaseException:
+            shutil.rmtree(build_dir, ignore_errors=True)
+            raise
+        return os.path.join(path, RUNTIME_OBJECT_NAME)
+
+
+def discard_runtime_object(compiler=None):
+    """Move the runtime object of this compiler aside (a link that lacked its functions): the next
+    build makes it again."""
+    path = os.path.join(root(), RUNTIME, runtime_key(compiler))
+    if os.path.isdir(path) and not os.path.islink(path):
+        _discard(path)
+
+
 def _publish(key, source, requirements, compiler, tmp_root, nodes=None, graph_key=None):
+    obj = runtime_object(compiler, os.path.join(root(), "locks"), tmp_root)   # (built once per compiler and flags)
     build_dir = _build_folder("build", key, tmp_root)
     try:
         # lib.c -> lib.so; ``nodes`` and the key name the build in its log and progress lines
-        build_library(source, "lib", requirements, compiler, directory=build_dir, key=key, nodes=nodes)
+        try:
+            build_library(source, "lib", requirements, compiler, directory=build_dir, key=key, nodes=nodes,
+                          runtime_object=obj)
+        except CompileError as err:
+            if "`ffg_" in err.compiler_output:   # "undefined reference to `ffg_...'": the object lacks them
+                discard_runtime_object(compiler)
+            raise
         os.rename(os.path.join(build_dir, "lib.c"), os.path.join(build_dir, SOURCE_NAME))
         meta = dict(key=key, abi_version=ABI_VERSION, compiler=compiler_identity(compiler or config.cxx),
                     created=time.time(), lib_sha256=sha256_file(os.path.join(build_dir, LIB_NAME)),
@@ -642,7 +736,7 @@ def clean_tmp(older_than=STALE_TMP_SECONDS):
 def clear():
     """Remove every entry, lock and leftover."""
     count = len(list_entries())
-    for name in ("entries", "locks", "tmp", "exports", GRAPHS, PYCODE):
+    for name in ("entries", "locks", "tmp", "exports", RUNTIME, GRAPHS, PYCODE):
         shutil.rmtree(os.path.join(root(), name), ignore_errors=True)
     return count
 

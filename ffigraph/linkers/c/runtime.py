@@ -1,11 +1,13 @@
-"""The small C runtime pasted at the top of every generated library.
+"""The small C runtime of every generated library.
 
 It gives generated code and user ops one array local (``ffg_array``), error
 reporting into the ABI error record, and allocation through the host's
 allocator. Only the C standard library is used.
 """
+import re
 
-RUNTIME_C = r"""
+# The types every library's code uses (ffg_array), pasted into every source.
+RUNTIME_TYPES = r"""
 /* ---- ffigraph runtime: array locals, errors, allocation ---- */
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,7 +25,15 @@ typedef struct ffg_array {
     int in_offered;       /* data lies in the offered block */
 } ffg_array;
 
-static void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char *fmt, ...)
+"""
+
+# The runtime's functions. Each is "FFG_RT": static where the source is built alone (an export's
+# `make library`, a private build), a hidden symbol of the library where the compile cache links
+# them from one object built once per compiler and flags (RUNTIME_OBJECT_C, cache.runtime_object):
+# built at -O3 into every library, they took about a tenth of its compile time (6-19 % over 30
+# libraries of the test suite). The functions every call runs per input and output stay in the
+# source (RUNTIME_PER_CALL).
+RUNTIME_FUNCTIONS = r"""FFG_RT void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char *fmt, ...)
 {
     va_list ap;
     if (err == NULL || err->code != FFG_OK)
@@ -35,18 +45,6 @@ static void ffg_set_error(FfgError *err, int32_t code, int32_t input, const char
     va_end(ap);
 }
 
-/* Every field reset, at the start of each call that takes an error record. */
-static void ffg_clear_error(FfgError *err)
-{
-    if (err == NULL)
-        return;
-    err->code = FFG_OK;
-    err->node = -1;
-    err->input = -1;
-    err->detail = 0;
-    memset(err->message, 0, FFG_ERROR_MESSAGE_SIZE);
-}
-
 /* Room kept for the "in node #N" line when the lines of nested graphs fill the message. */
 #define FFG_NODE_LINE_ROOM 96
 
@@ -54,7 +52,7 @@ static void ffg_clear_error(FfgError *err)
  * say why, says so), the one input slot the node depends on when the failure is about values, and
  * the node's text on a line after the cause, cut to the room left (the cause is never cut for it;
  * the "in inner node" lines of a nested graph are, so that this line is always there). */
-static void ffg_mark_failure(FfgError *err, int32_t node, int32_t input, const char *where)
+FFG_RT void ffg_mark_failure(FfgError *err, int32_t node, int32_t input, const char *where)
 {
     size_t used, room;
     if (err->code == FFG_OK)
@@ -88,7 +86,7 @@ static void ffg_mark_failure(FfgError *err, int32_t node, int32_t input, const c
  * on an "in inner node" line (one per level of nesting, innermost first); the node that runs the
  * nested graph adds the "in node #N" line and sets err->node. The input slot is the nested graph's
  * own: not reported either. */
-static void ffg_mark_inner_failure(FfgError *err, int32_t node, int32_t input, const char *where)
+FFG_RT void ffg_mark_inner_failure(FfgError *err, int32_t node, int32_t input, const char *where)
 {
     size_t used, room;
     (void)input;
@@ -108,7 +106,7 @@ static void ffg_mark_inner_failure(FfgError *err, int32_t node, int32_t input, c
  * past it is absent, its default used, so a host of an older minor (a smaller struct) is never read
  * past its struct, and fields of a newer minor are ignored. *allocator and *device_allocator get
  * the allocators given (NULL for none); 0 when the options can be used. */
-static int ffg_read_create_options(const FfgCreateOptions *options, FfgError *err, const FfgAllocator **allocator,
+FFG_RT int ffg_read_create_options(const FfgCreateOptions *options, FfgError *err, const FfgAllocator **allocator,
                                    const FfgAllocator **device_allocator)
 {
     *allocator = NULL;
@@ -141,6 +139,212 @@ static int ffg_read_create_options(const FfgCreateOptions *options, FfgError *er
         return -1;
     }
     return 0;
+}
+
+FFG_RT void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
+
+/* The byte size of a C-contiguous array of this shape, in *nbytes: 0 on success, -1 when a
+ * length is negative, 1 when the size does not fit in an int64 (or a size_t). Every product
+ * is checked before it is formed, so nothing wraps. */
+FFG_RT int ffg_array_nbytes(int ndim, const int64_t *shape, size_t itemsize, int64_t *nbytes)
+{
+    int64_t n = itemsize > 0 ? (int64_t)itemsize : 1;
+    int d;
+    *nbytes = 0;
+    if (itemsize > (size_t)INT64_MAX)
+        return 1;
+    for (d = 0; d < ndim; ++d)
+        if (shape[d] < 0)
+            return -1;
+    for (d = 0; d < ndim; ++d)
+        if (shape[d] == 0)
+            return 0;   /* empty, whatever the other lengths */
+    for (d = 0; d < ndim; ++d) {
+        if (shape[d] > INT64_MAX / n)
+            return 1;
+        n *= shape[d];
+    }
+    if ((uint64_t)n > (uint64_t)SIZE_MAX)
+        return 1;       /* 32-bit hosts */
+    *nbytes = n;
+    return 0;
+}
+
+/* 1 when the byte size of an array of this (non-negative) shape does not fit in an int64. */
+FFG_RT int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
+{
+    int64_t nbytes;
+    return ffg_array_nbytes(ndim, shape, itemsize > 0 ? (size_t)itemsize : 1, &nbytes) > 0;
+}
+
+/* Give a a fresh C-contiguous block of the given shape; 0 on success. A shape whose size
+ * overflows is FFG_ERR_VALUE (the "array is too big" of array libraries), a block the allocator refuses
+ * FFG_ERR_NOMEM; both messages give the shape, the item size and the bytes asked for. */
+FFG_RT int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t itemsize,
+                           const FfgAllocator *al, FfgError *err)
+{
+    int64_t stride = 1, nbytes;
+    int d, status = ffg_array_nbytes(ndim, shape, itemsize, &nbytes);
+    a->owned = NULL;
+    a->in_offered = 0;
+    if (status != 0) {
+        char s[160];
+        ffg_format_shape(s, sizeof s, ndim, shape);
+        if (status < 0)
+            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s: negative dimensions "
+                          "are not allowed", s);
+        else
+            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s of %lld-byte items: "
+                          "the array is too big (its size in bytes overflows %s)", s, (long long)itemsize,
+                          sizeof(size_t) < sizeof(int64_t) ? "size_t" : "int64");
+        return -1;
+    }
+    for (d = ndim - 1; d >= 0; --d) {
+        a->shape[d] = shape[d];
+        a->strides[d] = stride;
+        stride *= shape[d] > 0 ? shape[d] : 1;   /* no overflow: the product of these fits (above) */
+    }
+    if (a->offered != NULL && nbytes <= a->offered_bytes
+        && (uintptr_t)a->offered % (itemsize < 8 ? (itemsize ? itemsize : 1) : 8) == 0) {
+        /* an output, and the host's block fits (and is aligned for the items): write there,
+           nothing to hand over; a misaligned block is declined (the result is then owned) */
+        a->data = a->offered;
+        a->in_offered = 1;
+        return 0;
+    }
+    a->owned = ffg_malloc(al, (size_t)nbytes);
+    if (a->owned == NULL) {
+        static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+        double amount = (double)nbytes;
+        int unit = 0;
+        char s[160];
+        while (amount >= 1024.0 && unit < 6) {
+            amount /= 1024.0;
+            ++unit;
+        }
+        ffg_format_shape(s, sizeof s, ndim, shape);
+        ffg_set_error(err, FFG_ERR_NOMEM, -1, "unable to allocate %.2f %s (%lld bytes) for an array of shape %s "
+                      "of %lld-byte items", amount, units[unit], (long long)nbytes, s, (long long)itemsize);
+        a->data = NULL;
+        return -1;
+    }
+    a->data = (char *)a->owned;
+    return 0;
+}
+
+FFG_RT void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
+{
+    size_t used = 0;
+    int d;
+    used += (size_t)snprintf(buf + used, size - used, "(");
+    for (d = 0; d < ndim && used < size; ++d)
+        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
+    if (ndim == 1 && used < size)
+        used += (size_t)snprintf(buf + used, size - used, ",");
+    if (used < size)
+        snprintf(buf + used, size - used, ")");
+}
+
+FFG_RT const char *ffg_dtype_name(int code, int bits, char *buf, size_t size)
+{
+    static const char *kinds[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
+    const char *kind = (code >= 0 && code <= 6) ? kinds[code] : "?";
+    if (code == FFG_DTYPE_BOOL)
+        snprintf(buf, size, "bool");
+    else
+        snprintf(buf, size, "%s%d", kind, bits);
+    return buf;
+}
+
+FFG_RT int ffg_is_c_contiguous(const ffg_array *a, int ndim)
+{
+    int64_t expected = 1;
+    int d;
+    for (d = ndim - 1; d >= 0; --d) {
+        if (a->shape[d] != 1 && a->strides[d] != expected)
+            return 0;
+        expected *= a->shape[d];
+    }
+    return 1;
+}
+
+/* Copy src (any strides) into a fresh C-contiguous block owned by dst. */
+FFG_RT int ffg_copy_array(ffg_array *dst, const ffg_array *src, int ndim, size_t itemsize,
+                          const FfgAllocator *al, FfgError *err)
+{
+    int64_t idx[FFG_MAX_NDIM];
+    int64_t n = ffg_size(ndim, src->shape), k;
+    int d;
+    if (ffg_alloc_array(dst, ndim, src->shape, itemsize, al, err))
+        return -1;
+    if (ffg_is_c_contiguous(src, ndim)) {
+        if (n > 0)
+            memcpy(dst->data, src->data, (size_t)n * itemsize);
+        return 0;
+    }
+    for (d = 0; d < ndim; ++d)
+        idx[d] = 0;
+    for (k = 0; k < n; ++k) {
+        int64_t off = 0;
+        for (d = 0; d < ndim; ++d)
+            off += idx[d] * src->strides[d];
+        memcpy(dst->data + k * (int64_t)itemsize, src->data + off * (int64_t)itemsize, itemsize);
+        for (d = ndim - 1; d >= 0; --d) {
+            if (++idx[d] < src->shape[d])
+                break;
+            idx[d] = 0;
+        }
+    }
+    return 0;
+}
+
+/* For scalar Types (like the seed's Double): read a 0-d slot, publish a 0-d value. */
+FFG_RT int ffg_read_scalar(const FfgTensor *t, int32_t slot, const char *name, int code, int bits,
+                           void *value, FfgError *err)
+{
+    if (t->data == NULL) {
+        ffg_set_error(err, FFG_ERR_ABI, slot, "input %s: the data pointer is NULL", name);
+        return -1;
+    }
+    if (t->device.device_type != FFG_DEVICE_CPU || t->dtype.code != code || t->dtype.bits != bits
+        || t->ndim != 0) {
+        ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a 0-d CPU value of dtype code %d, %d bits",
+                      name, code, bits);
+        return -1;
+    }
+    memcpy(value, (const char *)t->data + t->byte_offset, (size_t)bits / 8);
+    return 0;
+}
+
+FFG_RT int ffg_publish_scalar(FfgOutput *o, const void *value, int code, int bits,
+                              const FfgAllocator *al, FfgError *err)
+{
+    ffg_array a;
+    a.offered = NULL;
+    a.in_offered = 0;
+    if (ffg_alloc_array(&a, 0, NULL, (size_t)bits / 8, al, err))
+        return -1;
+    memcpy(a.data, value, (size_t)bits / 8);
+    ffg_publish(o, &a, code, bits, 0, NULL, NULL, -1);
+    return 0;
+}
+"""
+
+
+# The functions every call runs once per input and output (checking an input's type and layout,
+# handing an output over): static in every source, so that gcc specialises them at each call
+# site for the slot's dtype, rank and static shape (linked from the object instead, a call with
+# 50 inputs cost 30 % more).
+RUNTIME_PER_CALL = r"""/* Every field reset, at the start of each call that takes an error record. */
+static void ffg_clear_error(FfgError *err)
+{
+    if (err == NULL)
+        return;
+    err->code = FFG_OK;
+    err->node = -1;
+    err->input = -1;
+    err->detail = 0;
+    memset(err->message, 0, FFG_ERROR_MESSAGE_SIZE);
 }
 
 /* The bytes [*lo, *hi) an input's elements may occupy; 0 when it has none, -1 when it cannot be
@@ -269,97 +473,6 @@ static int64_t ffg_size(int ndim, const int64_t *shape)
     return n;
 }
 
-static void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape);
-
-/* The byte size of a C-contiguous array of this shape, in *nbytes: 0 on success, -1 when a
- * length is negative, 1 when the size does not fit in an int64 (or a size_t). Every product
- * is checked before it is formed, so nothing wraps. */
-static int ffg_array_nbytes(int ndim, const int64_t *shape, size_t itemsize, int64_t *nbytes)
-{
-    int64_t n = itemsize > 0 ? (int64_t)itemsize : 1;
-    int d;
-    *nbytes = 0;
-    if (itemsize > (size_t)INT64_MAX)
-        return 1;
-    for (d = 0; d < ndim; ++d)
-        if (shape[d] < 0)
-            return -1;
-    for (d = 0; d < ndim; ++d)
-        if (shape[d] == 0)
-            return 0;   /* empty, whatever the other lengths */
-    for (d = 0; d < ndim; ++d) {
-        if (shape[d] > INT64_MAX / n)
-            return 1;
-        n *= shape[d];
-    }
-    if ((uint64_t)n > (uint64_t)SIZE_MAX)
-        return 1;       /* 32-bit hosts */
-    *nbytes = n;
-    return 0;
-}
-
-/* 1 when the byte size of an array of this (non-negative) shape does not fit in an int64. */
-static int ffg_size_overflows(int ndim, const int64_t *shape, int64_t itemsize)
-{
-    int64_t nbytes;
-    return ffg_array_nbytes(ndim, shape, itemsize > 0 ? (size_t)itemsize : 1, &nbytes) > 0;
-}
-
-/* Give a a fresh C-contiguous block of the given shape; 0 on success. A shape whose size
- * overflows is FFG_ERR_VALUE (the "array is too big" of array libraries), a block the allocator refuses
- * FFG_ERR_NOMEM; both messages give the shape, the item size and the bytes asked for. */
-static int ffg_alloc_array(ffg_array *a, int ndim, const int64_t *shape, size_t itemsize,
-                           const FfgAllocator *al, FfgError *err)
-{
-    int64_t stride = 1, nbytes;
-    int d, status = ffg_array_nbytes(ndim, shape, itemsize, &nbytes);
-    a->owned = NULL;
-    a->in_offered = 0;
-    if (status != 0) {
-        char s[160];
-        ffg_format_shape(s, sizeof s, ndim, shape);
-        if (status < 0)
-            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s: negative dimensions "
-                          "are not allowed", s);
-        else
-            ffg_set_error(err, FFG_ERR_VALUE, -1, "cannot allocate an array of shape %s of %lld-byte items: "
-                          "the array is too big (its size in bytes overflows %s)", s, (long long)itemsize,
-                          sizeof(size_t) < sizeof(int64_t) ? "size_t" : "int64");
-        return -1;
-    }
-    for (d = ndim - 1; d >= 0; --d) {
-        a->shape[d] = shape[d];
-        a->strides[d] = stride;
-        stride *= shape[d] > 0 ? shape[d] : 1;   /* no overflow: the product of these fits (above) */
-    }
-    if (a->offered != NULL && nbytes <= a->offered_bytes
-        && (uintptr_t)a->offered % (itemsize < 8 ? (itemsize ? itemsize : 1) : 8) == 0) {
-        /* an output, and the host's block fits (and is aligned for the items): write there,
-           nothing to hand over; a misaligned block is declined (the result is then owned) */
-        a->data = a->offered;
-        a->in_offered = 1;
-        return 0;
-    }
-    a->owned = ffg_malloc(al, (size_t)nbytes);
-    if (a->owned == NULL) {
-        static const char *const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-        double amount = (double)nbytes;
-        int unit = 0;
-        char s[160];
-        while (amount >= 1024.0 && unit < 6) {
-            amount /= 1024.0;
-            ++unit;
-        }
-        ffg_format_shape(s, sizeof s, ndim, shape);
-        ffg_set_error(err, FFG_ERR_NOMEM, -1, "unable to allocate %.2f %s (%lld bytes) for an array of shape %s "
-                      "of %lld-byte items", amount, units[unit], (long long)nbytes, s, (long long)itemsize);
-        a->data = NULL;
-        return -1;
-    }
-    a->data = (char *)a->owned;
-    return 0;
-}
-
 /* Broadcast one axis: *out (so far) with length b; -1 when they are incompatible. */
 static int ffg_broadcast_dim(int64_t *out, int64_t b)
 {
@@ -370,30 +483,6 @@ static int ffg_broadcast_dim(int64_t *out, int64_t b)
         return 0;
     }
     return -1;
-}
-
-static void ffg_format_shape(char *buf, size_t size, int ndim, const int64_t *shape)
-{
-    size_t used = 0;
-    int d;
-    used += (size_t)snprintf(buf + used, size - used, "(");
-    for (d = 0; d < ndim && used < size; ++d)
-        used += (size_t)snprintf(buf + used, size - used, d ? ", %lld" : "%lld", (long long)shape[d]);
-    if (ndim == 1 && used < size)
-        used += (size_t)snprintf(buf + used, size - used, ",");
-    if (used < size)
-        snprintf(buf + used, size - used, ")");
-}
-
-static const char *ffg_dtype_name(int code, int bits, char *buf, size_t size)
-{
-    static const char *kinds[] = {"int", "uint", "float", "?", "bfloat", "complex", "bool"};
-    const char *kind = (code >= 0 && code <= 6) ? kinds[code] : "?";
-    if (code == FFG_DTYPE_BOOL)
-        snprintf(buf, size, "bool");
-    else
-        snprintf(buf, size, "%s%d", kind, bits);
-    return buf;
 }
 
 /* What no host memory can be: element 0 (data + byte_offset) not aligned for the dtype (loads
@@ -552,77 +641,27 @@ static void ffg_offer(ffg_array *a, const FfgOutput *o)
     a->in_offered = 0;
 }
 
-static int ffg_is_c_contiguous(const ffg_array *a, int ndim)
-{
-    int64_t expected = 1;
-    int d;
-    for (d = ndim - 1; d >= 0; --d) {
-        if (a->shape[d] != 1 && a->strides[d] != expected)
-            return 0;
-        expected *= a->shape[d];
-    }
-    return 1;
-}
-
-/* Copy src (any strides) into a fresh C-contiguous block owned by dst. */
-static int ffg_copy_array(ffg_array *dst, const ffg_array *src, int ndim, size_t itemsize,
-                          const FfgAllocator *al, FfgError *err)
-{
-    int64_t idx[FFG_MAX_NDIM];
-    int64_t n = ffg_size(ndim, src->shape), k;
-    int d;
-    if (ffg_alloc_array(dst, ndim, src->shape, itemsize, al, err))
-        return -1;
-    if (ffg_is_c_contiguous(src, ndim)) {
-        if (n > 0)
-            memcpy(dst->data, src->data, (size_t)n * itemsize);
-        return 0;
-    }
-    for (d = 0; d < ndim; ++d)
-        idx[d] = 0;
-    for (k = 0; k < n; ++k) {
-        int64_t off = 0;
-        for (d = 0; d < ndim; ++d)
-            off += idx[d] * src->strides[d];
-        memcpy(dst->data + k * (int64_t)itemsize, src->data + off * (int64_t)itemsize, itemsize);
-        for (d = ndim - 1; d >= 0; --d) {
-            if (++idx[d] < src->shape[d])
-                break;
-            idx[d] = 0;
-        }
-    }
-    return 0;
-}
-
-/* For scalar Types (like the seed's Double): read a 0-d slot, publish a 0-d value. */
-static int ffg_read_scalar(const FfgTensor *t, int32_t slot, const char *name, int code, int bits,
-                           void *value, FfgError *err)
-{
-    if (t->data == NULL) {
-        ffg_set_error(err, FFG_ERR_ABI, slot, "input %s: the data pointer is NULL", name);
-        return -1;
-    }
-    if (t->device.device_type != FFG_DEVICE_CPU || t->dtype.code != code || t->dtype.bits != bits
-        || t->ndim != 0) {
-        ffg_set_error(err, FFG_ERR_TYPE, slot, "input %s: expected a 0-d CPU value of dtype code %d, %d bits",
-                      name, code, bits);
-        return -1;
-    }
-    memcpy(value, (const char *)t->data + t->byte_offset, (size_t)bits / 8);
-    return 0;
-}
-
-static int ffg_publish_scalar(FfgOutput *o, const void *value, int code, int bits,
-                              const FfgAllocator *al, FfgError *err)
-{
-    ffg_array a;
-    a.offered = NULL;
-    a.in_offered = 0;
-    if (ffg_alloc_array(&a, 0, NULL, (size_t)bits / 8, al, err))
-        return -1;
-    memcpy(a.data, value, (size_t)bits / 8);
-    ffg_publish(o, &a, code, bits, 0, NULL, NULL, -1);
-    return 0;
-}
-/* ---- end of runtime ---- */
 """
+
+def _prototypes(functions, storage):
+    """One declaration per function definition of ``functions`` (its text up to the body)."""
+    found = re.findall(r"^%s ([^;{]*?\bffg_[a-z_]+\([^;{]*?\))\s*\{" % storage, functions, flags=re.M | re.S)
+    return "".join("%s %s;\n" % (storage, re.sub(r"\s+", " ", signature)) for signature in found)
+
+
+RUNTIME_PROTOTYPES = _prototypes(RUNTIME_FUNCTIONS, "FFG_RT")
+
+RUNTIME_C = RUNTIME_TYPES + r"""
+/* FFG_RUNTIME_LINKED: the functions below come from the runtime object linked with this library
+   (only their declarations are read); FFG_RUNTIME_OBJECT: this is that object's source. */
+#if defined(FFG_RUNTIME_LINKED) || defined(FFG_RUNTIME_OBJECT)
+#define FFG_RT __attribute__((visibility("hidden")))
+#else
+#define FFG_RT static
+#endif
+""" + _prototypes(RUNTIME_PER_CALL, "static") + "#if defined(FFG_RUNTIME_LINKED)\n" + RUNTIME_PROTOTYPES + \
+    "#else\n" + RUNTIME_FUNCTIONS + "#endif   /* FFG_RUNTIME_LINKED */\n\n" + RUNTIME_PER_CALL + \
+    "/* ---- end of runtime ---- */\n"
+
+# The source of the runtime object (the compile cache builds it once per compiler and flags).
+RUNTIME_OBJECT_C = '#include "ffigraph_abi.h"\n#define FFG_RUNTIME_OBJECT 1\n' + RUNTIME_C
