@@ -14,6 +14,7 @@ import hashlib
 import importlib
 import os
 import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -85,6 +86,21 @@ NO_GPU_CUDA_ERRORS = {35: "cudaErrorInsufficientDriver", 100: "cudaErrorNoDevice
 _built = {}
 
 
+def _shared_build(key):
+    """Where the launchers of ``key`` (their text, the ABI header, the archs, which nvcc) are kept for the whole test
+    run, or None. ``./dev test`` gives every phase one compile cache (FFIGRAPH_COMPILEDIR, one
+    subfolder per interpreter); nvcc's output depends on the text and the flags alone, so the workers
+    and the PyPy phase load the library the first build left in a folder beside those subfolders
+    instead of running nvcc again (some 15 s of nvcc in the PyPy phase). Without that variable each
+    process builds its own, as before."""
+    root = os.environ.get("FFIGRAPH_COMPILEDIR")
+    if not root:
+        return None
+    folder = os.path.join(root, "test-nvcc-launchers")
+    os.makedirs(folder, exist_ok=True)
+    return os.path.join(folder, "lib%s.so" % key)
+
+
 def build_launchers(launchers, archs=("sm_90",), tag="t", declarations=None):
     """Compile ``launchers`` ({symbol: .cu text}) with the prelude into one shared library, exported.
 
@@ -96,20 +112,29 @@ def build_launchers(launchers, archs=("sm_90",), tag="t", declarations=None):
     digest = hashlib.sha256((text + repr(archs)).encode()).hexdigest()[:16]
     if digest in _built:
         return _built[digest]
-    folder = tempfile.mkdtemp(prefix="ffg-cu-%s-" % tag)
-    cu = os.path.join(folder, "k.cu")
-    lib_path = os.path.join(folder, "libk.so")
-    with open(cu, "w") as fh:
-        fh.write(text)
-    cmd = [NVCC, "-shared", "-O2", "-std=c++14", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "shared",
-           "-DFFG_CU_EXPORT_LAUNCHERS", "-I" + os.path.dirname(HEADER_PATH)]
-    for a in archs:
-        num = a.split("_")[1]
-        cmd += ["-gencode", "arch=compute_%s,code=%s" % (num, a)]
-    cmd += ["-o", lib_path, cu]
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-    if proc.returncode != 0:
-        raise AssertionError("nvcc failed on %s:\n%s" % (cu, proc.stdout[-6000:]))
+    with open(HEADER_PATH, "rb") as fh:
+        header = fh.read()
+    lib_path = _shared_build(hashlib.sha256(text.encode() + header + (repr(archs) + NVCC + repr(os.stat(NVCC).st_mtime)).encode()).hexdigest()[:24])
+    if lib_path is None or not os.path.exists(lib_path):
+        folder = tempfile.mkdtemp(prefix="ffg-cu-%s-" % tag, dir=os.path.dirname(lib_path) if lib_path else None)
+        cu = os.path.join(folder, "k.cu")
+        built_path = os.path.join(folder, "libk.so")
+        with open(cu, "w") as fh:
+            fh.write(text)
+        cmd = [NVCC, "-shared", "-O2", "-std=c++14", "-Xcompiler", "-fPIC,-fvisibility=hidden", "-cudart", "shared",
+               "-DFFG_CU_EXPORT_LAUNCHERS", "-I" + os.path.dirname(HEADER_PATH)]
+        for a in archs:
+            num = a.split("_")[1]
+            cmd += ["-gencode", "arch=compute_%s,code=%s" % (num, a)]
+        cmd += ["-o", built_path, cu]
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if proc.returncode != 0:
+            raise AssertionError("nvcc failed on %s:\n%s" % (cu, proc.stdout[-6000:]))
+        if lib_path is None:
+            lib_path = built_path
+        else:   # published whole by one rename: a worker (or the PyPy phase) reading it sees all of it
+            os.replace(built_path, lib_path)
+            shutil.rmtree(folder, ignore_errors=True)
     lib = Functions(lib_path, {symbol: declarations.get(symbol) for symbol in launchers})
     _built[digest] = (lib, lib_path)
     return lib, lib_path
