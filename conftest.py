@@ -77,8 +77,12 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a working CUDA GPU (skipped elsewhere, with the reason)")
     config.addinivalue_line("markers", "op_matrix: a file of OP_MATRIX (conftest.py): one case per op on PyPy")
     config.addinivalue_line("markers", "sanitize: a file of SANITIZE (conftest.py): run in the sanitizer phase")
-    config.addinivalue_line("markers", "finite_differences: a gradient check by finite differences, left out of the "
-                            "sanitizer phase (it calls the C kernels its file's value tests run there, many times over)")
+    config.addinivalue_line("markers", "finite_differences: a gradient check by finite differences (verify_grad), "
+                            "left out of the PyPy phase (its graphs and libraries are the CPython phase's; on PyPy it "
+                            "would only call them many times more) and of the sanitizer phase (it calls the C kernels "
+                            "its file's value tests run there), unless also marked grad_kernel")
+    config.addinivalue_line("markers", "grad_kernel: a finite_differences check that is the only test to run a "
+                            "gradient op's own C kernel (CholeskyGrad): the sanitizer phase keeps it")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -33,16 +33,19 @@ def rnn_point(rng, n=4, n_in=2, n_h=3):
 # ------------------------------------------------------------------ verify_grad through scan
 
 
+@pytest.mark.finite_differences
 @pytest.mark.parametrize("linker", MODES)
 def test_sit_sot_rnn(linker):
     verify_grad(rnn, rnn_point(np.random.default_rng(0)), n_tests=1, mode=mode(linker))
 
 
+@pytest.mark.finite_differences
 @pytest.mark.parametrize("linker", MODES)
 def test_only_the_last_value_is_used(linker):
     verify_grad(lambda *a: rnn(*a)[-1], rnn_point(np.random.default_rng(1)), n_tests=1, mode=mode(linker))
 
 
+@pytest.mark.finite_differences
 @pytest.mark.parametrize("linker", MODES)
 def test_go_backwards(linker):
     verify_grad(lambda *a: rnn(*a, go_backwards=True), rnn_point(np.random.default_rng(2)), n_tests=1,
@@ -58,6 +61,7 @@ def tutorial_two_taps(X, U, V, W, b, n_steps=5):
     return res
 
 
+@pytest.mark.finite_differences
 @pytest.mark.parametrize("linker", MODES)
 def test_mit_sot_taps(linker):
     rng = np.random.default_rng(3)

@@ -445,6 +445,7 @@ def test_unique_dtypes_empty_and_0d():
 # ------------------------------------------------------------------ gradients
 
 
+@pytest.mark.finite_differences
 def test_gradients_not_covered_elsewhere():
     """verify_grad (C linker, float64) through what the other files' gradient checks leave out: the
     ranges (w.r.t. start and stop), full and full_like (w.r.t. the fill value), broadcast_arrays,
@@ -468,6 +469,7 @@ def test_gradients_not_covered_elsewhere():
     verify_grad(fun, pt, mode=GRAD_MODE, rng=np.random.default_rng(4))
 
 
+@pytest.mark.finite_differences
 def test_float32_gradients():
     """verify_grad on float32 inputs (C linker) through sum, prod and mean with ``dtype=`` and
     ``acc_dtype=`` (a float64 result or accumulator: still a float32 gradient), var, std, linspace

@@ -96,6 +96,7 @@ def test_dot_nd_integers_and_mixed_dtypes():
     np.testing.assert_allclose(got_f, np.dot(av.astype("float32"), bv.astype("float64")), rtol=1e-12)
 
 
+@pytest.mark.finite_differences
 def test_gradient_of_an_lstm_shaped_dot():
     """grad of sum(dot(x3, W) * R): dot(R, W.T) for x3 and tensordot(x3, R, [[0, 1], [0, 1]]) for W."""
     x3, W, R = T.tensor3("x3"), T.dmatrix("W"), T.tensor3("R")

@@ -234,6 +234,7 @@ ONEHOT = np.eye(3)[LABELS]
 AWAY = np.array([-2.0, -0.7, -0.2, 0.3, 0.9, 1.8])   # away from the kinks at 0
 
 
+@pytest.mark.finite_differences
 def test_verify_grad(mode):
     verify_grads([
         ("softmax all", lambda a: special.softmax(a), [CUBE[:2]]),

@@ -165,6 +165,7 @@ def test_matmul_uses_batched_op_and_dot():
     assert T.matmul(T.vector("v"), T.vector("w")).ndim == 0
 
 
+@pytest.mark.finite_differences
 def test_gradients():
     mode = Mode(linker="c")
 
@@ -182,6 +183,7 @@ def test_gradients():
     verify_grad(products, pt, mode=mode)
 
 
+@pytest.mark.finite_differences
 def test_gradient_of_a_runtime_broadcast():
     # a batch axis of length 1 not known statically: the gradient is summed back to it at run time
     verify_grad(lambda x, y: T.matmul(x, y), [_arr((1, 3, 4)), _arr((2, 4, 2))], mode=Mode(linker="c"))

@@ -137,6 +137,8 @@ def test_failures_raise_or_give_nan(linker):
     np.testing.assert_allclose(got[0], np.linalg.cholesky(good), rtol=1e-12)
 
 
+@pytest.mark.finite_differences
+@pytest.mark.grad_kernel
 @pytest.mark.parametrize("linker", ["c", "py"])
 def test_gradients(linker):
     rng = np.random.default_rng(3)

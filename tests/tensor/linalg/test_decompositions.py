@@ -375,6 +375,7 @@ def _separated(rng, shape, gaps=3.0):
     return 0.3 * rng.standard_normal(shape) + np.diag(gaps * np.arange(n))
 
 
+@pytest.mark.finite_differences
 def test_grad_eigh():
     rng = _rng()
     a = _separated(rng, (2, 4, 4))
@@ -393,6 +394,7 @@ def test_grad_eigh_repeated_eigenvalues_w_only():
     np.testing.assert_allclose(g, np.eye(3), atol=1e-12)
 
 
+@pytest.mark.finite_differences
 def test_grad_svd():
     rng = _rng()
     wide = rng.standard_normal((2, 3, 5))
@@ -408,6 +410,7 @@ def test_grad_svd():
             *svd(x, full_matrices=False)), [a], rng=rng, mode=GRAD_MODE)
 
 
+@pytest.mark.finite_differences
 def test_grad_qr():
     rng = _rng()
     wide = rng.standard_normal((2, 3, 5))
@@ -420,6 +423,7 @@ def test_grad_qr():
     verify_grad(lambda x: qr(x, mode="r"), [tall], rng=rng, mode=GRAD_MODE)
 
 
+@pytest.mark.finite_differences
 def test_grad_qr_static_and_full_tall():
     """Static shapes take the m >= n formula (verify_grad's inputs have none): the same values;
     mode='full' with m > n known only at run time: R alone has a gradient, a used Q gives NaN."""
@@ -439,6 +443,7 @@ def test_grad_qr_static_and_full_tall():
     assert np.all(np.isnan(full_q))
 
 
+@pytest.mark.finite_differences
 def test_grad_pinv_lstsq():
     rng = _rng()
     verify_grad(pinv, [rng.standard_normal((2, 3, 4))], rng=rng, mode=GRAD_MODE)

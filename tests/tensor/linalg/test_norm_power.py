@@ -201,6 +201,7 @@ def test_expm_errors():
 
 # ---------------------------------------------------------------- gradients
 
+@pytest.mark.finite_differences
 def test_grad_expm():
     rng = _rng()
     a = rng.standard_normal((2, 3, 3))
@@ -209,12 +210,14 @@ def test_grad_expm():
     verify_grad(expm, [a[0]], rng=rng, mode=MODES["py"])
 
 
+@pytest.mark.finite_differences
 def test_grad_matrix_power():
     rng = _rng()
     a = rng.standard_normal((2, 3, 3)) / 2 + 2 * np.eye(3)
     verify_grad(lambda x: matrix_power(x, 5) + matrix_power(x, -2), [a], rng=rng, mode=GRAD_MODE)
 
 
+@pytest.mark.finite_differences
 def test_grad_norm():
     rng = _rng()
     x = rng.standard_normal((2, 3, 4))

@@ -382,6 +382,7 @@ def _inv_det(a, A4):
     return batched + single
 
 
+@pytest.mark.finite_differences
 @pytest.mark.parametrize("linker", ["c", "py"])
 def test_gradients(linker):
     p = _grad_points()

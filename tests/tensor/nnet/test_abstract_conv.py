@@ -261,6 +261,7 @@ def test_gradient_ops(mode):
         assert abs(lhs - np.vdot(wv.astype(np.float64), gw)) <= rtol * scale, case
 
 
+@pytest.mark.finite_differences
 def test_verify_grad(mode):
     if mode.linker_spec == "py" and platform.python_implementation() == "PyPy":
         pytest.skip("the Python linker's finite differences are numpy's arithmetic on either interpreter "
