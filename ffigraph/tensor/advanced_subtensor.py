@@ -33,7 +33,8 @@ import numpy as np
 from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
-from ffigraph.tensor.basic import _flatten, as_tensor_variable, cast, constant
+from ffigraph.tensor.basic import _flatten, arange, as_tensor_variable, cast, constant
+from ffigraph.tensor.shapes import shape_i
 from ffigraph.tensor.subtensor import (SYMBOLIC, _check_y, _inc_grads, _IncrementOp, _index_part, _is_integer,
                                        _slice_entry, _static_slice_length, _symbolic_slice_length)
 from ffigraph.tensor.type import TensorType
@@ -758,6 +759,21 @@ def advanced_inc_subtensor(x, y, *index):
     from ffigraph.tensor.subtensor import getitem, inc_subtensor
 
     return inc_subtensor(getitem(x, tuple(index)), y)
+
+
+def along_axis_index(x, axis, positions):
+    """The advanced index of numpy's ``take_along_axis(x, positions, axis)``: ``positions`` on
+    ``axis`` (a non-negative int), and on every other axis its own ``arange``, shaped to broadcast
+    against ``positions`` (which has ``x``'s rank)."""
+    index = []
+    for a in range(x.ndim):
+        if a == axis:
+            index.append(positions)
+        else:
+            pattern = ["x"] * x.ndim
+            pattern[a] = 0
+            index.append(arange(shape_i(x, a)).dimshuffle(*pattern))
+    return tuple(index)
 
 
 def advanced_set_subtensor(x, y, *index):

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from ffigraph.tensor import math as tm
-from ffigraph.tensor.advanced_subtensor import nonzero, take
+from ffigraph.tensor.advanced_subtensor import along_axis_index, nonzero, take
 from ffigraph.tensor.basic import (arange, as_tensor_variable, cast, dimshuffle, get_scalar_constant_value, switch,
                                    zeros_like)
 from ffigraph.tensor.construct import diagonal, tri
@@ -210,15 +210,7 @@ def take_along_axis(arr, indices, axis=0):
     ndim = arr.ndim
     if not -ndim <= axis < ndim:
         raise ValueError("take_along_axis: axis %d is out of range for a %d-d array" % (axis, ndim))
-    axis %= ndim
-    index = []
-    for a in range(ndim):
-        if a == axis:
-            index.append(indices)
-        else:   # arange along its own axis, length 1 on the others: broadcasts against indices
-            grid = arange(arr.shape[a])
-            index.append(dimshuffle(grid, ["x"] * a + [0] + ["x"] * (ndim - a - 1)))
-    return arr[tuple(index)]
+    return arr[along_axis_index(arr, axis % ndim, indices)]
 
 
 def tril_indices(n, k=0, m=None):
