@@ -21,10 +21,13 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.graph.op import Op
+from ffigraph.tensor.advanced_subtensor import along_axis_index
 from ffigraph.tensor.basic import as_tensor_variable, normalize_axis
+from ffigraph.tensor.topk import TopKOp, argtopk, topk, topk_and_argtopk
 from ffigraph.tensor.type import TensorType
 
-__all__ = ["sort", "argsort", "SortOp", "ArgSortOp"]
+# topk, argtopk and topk_and_argtopk live in topk.py; Theano has them here (theano.tensor.sort)
+__all__ = ["sort", "argsort", "SortOp", "ArgSortOp", "TopKOp", "topk", "argtopk", "topk_and_argtopk"]
 
 KINDS = ("quicksort", "mergesort", "heapsort", "stable")
 
@@ -104,19 +107,7 @@ def _inverse_index(x, axis, kind):
     """The advanced index that sends ``sort(x, axis)`` back to ``x``'s order: along ``axis``, the
     inverse permutation ``argsort(argsort(x))``; along every other axis, its own positions
     (``arange``, shaped to broadcast)."""
-    from ffigraph.tensor.basic import arange
-    from ffigraph.tensor.shapes import shape_i
-
-    rank = ArgSortOp(axis, kind)(ArgSortOp(axis, kind)(x))
-    index = []
-    for a in range(x.ndim):
-        if a == axis:
-            index.append(rank)
-        else:
-            pattern = ["x"] * x.ndim
-            pattern[a] = 0
-            index.append(arange(shape_i(x, a)).dimshuffle(*pattern))
-    return tuple(index)
+    return along_axis_index(x, axis, ArgSortOp(axis, kind)(ArgSortOp(axis, kind)(x)))
 
 
 def _sort_args(a, axis, kind, order, what, stable=None):
