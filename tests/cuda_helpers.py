@@ -46,16 +46,18 @@ needs_no_gpu = pytest.mark.skipif(GPU_PRESENT, reason="a GPU is present: fake de
                                   "dereferenced (the gpu tier checks real values instead)")
 
 TENSOR_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tensor")
+SCALAR_TESTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scalar")
 
 
-def cpu_op_tests(name):
-    """The CPU op tests' module ``name`` of tests/tensor (test_elemwise, test_build_ops, test_reductions):
-    the GPU tier takes its numpy references and spelled-out output dtypes from their tables, so both
-    backends answer to the same oracle. It is the very module pytest collects (same name, same path)."""
-    if TENSOR_TESTS not in sys.path:
-        sys.path.append(TENSOR_TESTS)
+def cpu_op_tests(name, folder=TENSOR_TESTS):
+    """The CPU op tests' module ``name`` of tests/tensor (test_elemwise, test_build_ops, test_reductions)
+    or of another ``folder`` (tests/scalar's test_special_functions): the GPU tier takes its numpy
+    references and spelled-out output dtypes from their tables, so both backends answer to the same
+    oracle. It is the very module pytest collects (same name, same path)."""
+    if folder not in sys.path:
+        sys.path.append(folder)
     module = importlib.import_module(name)
-    assert os.path.dirname(os.path.abspath(module.__file__)) == TENSOR_TESTS, module.__file__
+    assert os.path.dirname(os.path.abspath(module.__file__)) == folder, module.__file__
     return module
 
 

@@ -30,6 +30,7 @@ from ffigraph.cuda.type import GpuArrayType
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import MethodNotDefined
 from ffigraph.scalar.basic import SCALAR_TABLE
+from ffigraph.scalar import special_c
 from ffigraph.scalar.c_table import HELPER_OPS, support_code
 from ffigraph.scalar.composite import Composite, const_value
 from ffigraph.abi import c_element_type
@@ -83,7 +84,9 @@ def check_gpu_dtypes(op, dtypes):
 
 # ------------------------------------------------------------------ device versions of the scalar helpers
 
-_HELPER_NAME = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus|psi|trigamma|erfinv)_")
+_HELPER_NAME = re.compile(r"\bffg_(%s)_" % "|".join(
+    ("divmod", "floordiv", "mod", "ipow", "sigmoid", "softplus", "psi", "trigamma", "erfinv")
+    + special_c.HELPER_BASES))
 
 
 def device_expression(text):

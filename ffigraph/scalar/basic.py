@@ -13,6 +13,7 @@ import numpy as np
 
 from ffigraph.config import config
 from ffigraph.graph.utils import PropsIdentity
+from ffigraph.scalar import special
 
 # ------------------------------------------------------------------ dtype rules
 
@@ -161,6 +162,17 @@ def _vectorized(fn):
     return impl
 
 
+def _vectorized2(fn):
+    """``fn`` (a function of two Python floats) over two broadcasting arrays, as float64."""
+    vec = np.vectorize(fn, otypes=[np.float64])
+
+    def impl(a, b):
+        shape = np.broadcast_shapes(np.shape(a), np.shape(b))
+        return vec(a, b) if math.prod(shape) else np.empty(shape, np.float64)
+    impl.__name__ = fn.__name__
+    return impl
+
+
 def _erfc(x):
     return math.erfc(x)
 
@@ -287,6 +299,15 @@ SCALAR_TABLE = {
     "gammaln": (1, _vectorized(_gammaln), "float", "biuf"),
     "psi": (1, _vectorized(_psi), "float", "biuf"),
     "tri_gamma": (1, _vectorized(_tri_gamma), "float", "biuf"),
+    # scipy.special's (PyTensor's tensor.math names): special.py, special_c.py
+    "gamma": (1, _vectorized(special.gamma), "float", "biuf"),
+    "j0": (1, _vectorized(special.j0), "float", "biuf"),
+    "j1": (1, _vectorized(special.j1), "float", "biuf"),
+    "i0": (1, _vectorized(special.i0), "float", "biuf"),
+    "i1": (1, _vectorized(special.i1), "float", "biuf"),
+    "erfcx": (1, _vectorized(special.erfcx), "float", "biuf"),
+    "erfcinv": (1, _vectorized(lambda y: special.erfcinv(y, _erfinv)), "float", "biuf"),
+    "log1mexp": (1, _vectorized(special.log1mexp), "float", "biuf"),
     # binary
     "add": (2, np.add, "numpy", "biufc"),
     "sub": (2, np.subtract, "numpy", "iufc"),
@@ -309,6 +330,7 @@ SCALAR_TABLE = {
     "arctan2": (2, np.arctan2, "float", "biuf"),
     "hypot": (2, np.hypot, "float", "biuf"),
     "logaddexp": (2, np.logaddexp, "float", "biuf"),
+    "betaln": (2, _vectorized2(special.betaln), "float", "biuf"),
     # Theano's theano.tensor.xlogx module
     "xlogx": (1, _xlogx, "float", "biuf"),
     "xlogy0": (2, _xlogy0, "float", "biuf"),

@@ -14,6 +14,7 @@ import numpy as np
 
 from ffigraph.abi import c_element_type
 from ffigraph.graph.c_interface import MethodNotDefined
+from ffigraph.scalar import special_c
 
 # float math from <math.h>; float32 uses the 'f' variants
 _MATH = {"exp": "exp", "expm1": "expm1", "log": "log", "log1p": "log1p", "log2": "log2",
@@ -27,7 +28,8 @@ _MATH2 = {"arctan2": "atan2", "hypot": "hypot"}
 
 # float functions with no <math.h> version: double-precision helpers (support_code); float32
 # values go through the double one and are rounded once at the end
-_SPECIAL = {"psi": "ffg_psi_f64", "tri_gamma": "ffg_trigamma_f64", "erfinv": "ffg_erfinv_f64"}
+_SPECIAL = {"psi": "ffg_psi_f64", "tri_gamma": "ffg_trigamma_f64", "erfinv": "ffg_erfinv_f64",
+            **special_c.FUNCTIONS}
 
 # the ops whose expressions call helper functions: their nodes need support_code(compute dtype)
 HELPER_OPS = ("int_div", "mod", "pow", "sigmoid", "softplus") + tuple(_SPECIAL)
@@ -77,7 +79,7 @@ def c_expression(name, dtype, ops):
     if name in _MATH2:
         return "%s(%s, %s)" % (_fn(_MATH2[name], dt), a, b), None
     if name in _SPECIAL:
-        call = "%s(%s)" % (_SPECIAL[name], a)
+        call = "%s(%s)" % (_SPECIAL[name], ", ".join(ops))
         return ("((float)%s)" % call if dt.name == "float32" else call), None
     if name == "reciprocal":
         return "(1 / %s)" % a, None
@@ -326,15 +328,17 @@ static double ffg_erfinv_f64(double y)
 """
 
 
-def support_code(dtype):
-    """The helper functions the expressions for ``dtype`` may call."""
+def support_code(dtype, names=None):
+    """The helper functions the expressions for ``dtype`` may call: of the special functions of
+    special_c.py, those of the ops ``names`` (None: all of them)."""
     dt = np.dtype(dtype)
     special = ""
     if dt.kind in "iu":
         code = _int_helpers(c_element_type(dt), suffix(dt), dt.kind == "i")
     elif dt.kind == "f":
         code = _float_helpers(c_element_type(dt), suffix(dt), "f" if dt.itemsize == 4 else "")
-        special = _guarded("FFG_SCALAR_HELPERS_SPECIAL", _SPECIAL_HELPERS)
+        special = _guarded("FFG_SCALAR_HELPERS_SPECIAL", _SPECIAL_HELPERS) + special_c.helper_code(
+            special_c.FUNCTIONS if names is None else names)
     elif dt.kind == "b":
         code = _int_helpers("uint8_t", "u8", False)
     else:

@@ -21,7 +21,7 @@ from ffigraph.tensor.subtensor import set_subtensor
 __all__ = [
     "pi", "e", "inf", "nan", "euler_gamma", "newaxis", "as_tensor", "get_scalar_constant_value",
     "get_underlying_scalar_constant_value", "square", "greater", "greater_equal", "less", "less_equal", "equal",
-    "not_equal", "bitwise_not", "expit", "log1pexp", "log1mexp", "isfinite", "isposinf", "isneginf",
+    "not_equal", "bitwise_not", "expit", "log1pexp", "isfinite", "isposinf", "isneginf",
     "shape_padleft", "shape_padright", "shape_padaxis", "horizontal_stack", "vertical_stack", "tensor_copy",
     "identity", "fill", "second", "empty_like", "extract_diag", "iround", "divmod", "ceil_intdiv", "largest",
     "smallest", "matrix_transpose", "nan_to_num", "take_along_axis", "tril_indices", "triu_indices",
@@ -49,13 +49,7 @@ not_equal = tm.neq
 bitwise_not = tm.invert
 expit = tm.sigmoid
 log1pexp = tm.softplus
-
-
-def log1mexp(x):
-    """``log(1 - exp(x))`` for x <= 0, accurate everywhere: ``log(-expm1(x))`` near 0, where
-    ``1 - exp(x)`` cancels, and ``log1p(-exp(x))`` below -log 2, where ``exp(x)`` is small."""
-    x = as_tensor_variable(x)
-    return switch(tm.lt(x, -math.log(2)), tm.log1p(-tm.exp(x)), tm.log(-tm.expm1(x)))
+log1mexp = tm.log1mexp   # one elementwise op (scalar/special_c.py), as PyTensor's Log1mexp (in math's __all__)
 
 
 def isfinite(x):

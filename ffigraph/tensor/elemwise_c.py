@@ -44,7 +44,7 @@ def elemwise_support_code(op, node, name=None):
         return ""
     parts = []
     if sop.name in _NEEDS_HELPERS:
-        parts.append(support_code(compute_dtype(sop, in_dtypes, node.outputs[0].type.dtype)))
+        parts.append(support_code(compute_dtype(sop, in_dtypes, node.outputs[0].type.dtype), [sop.name]))
     if name is not None and _threaded(node):
         parts.append(_chunk_function(op, node, name))   # (the pool is the op's c_support_code)
     return "\n\n".join(parts)

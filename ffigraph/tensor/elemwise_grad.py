@@ -153,6 +153,19 @@ def _logaddexp_rule(ins, z, gz):
     return [gz * tm.exp(a - z), gz * tm.exp(b - z)]
 
 
+def _betaln_rule(ins, z, gz):
+    # d/da log B(a, b) = psi(a) - psi(a + b), and the same in b
+    a, b = (_float_of(v, z) for v in ins)
+    both = tm.psi(a + b)
+    return [gz * (tm.psi(a) - both), gz * (tm.psi(b) - both)]
+
+
+def _bessel_derivative(lower, z, x):
+    """d/dx of J1 or I1 (``z`` at ``x``): J0(x) - J1(x) / x or I0(x) - I1(x) / x (``lower`` the order
+    0 function's value), 1/2 at x = 0, their limit there."""
+    return switch(tm.eq(x, 0), cast(0.5, z.type.dtype), lower - z / x)
+
+
 def _tri_gamma_rule(ins, z, gz):
     raise NotImplementedError("the gradient of tri_gamma (polygamma of order 2) is not implemented")
 
@@ -196,6 +209,15 @@ RULES = {
     "gammaln": _float_unary(lambda x, z, gz: gz * tm.psi(x)),
     "psi": _float_unary(lambda x, z, gz: gz * tm.tri_gamma(x)),
     "tri_gamma": _tri_gamma_rule,
+    "gamma": _float_unary(lambda x, z, gz: gz * z * tm.psi(x)),
+    "j0": _float_unary(lambda x, z, gz: -gz * tm.j1(x)),
+    "j1": _float_unary(lambda x, z, gz: gz * _bessel_derivative(tm.j0(x), z, x)),
+    "i0": _float_unary(lambda x, z, gz: gz * tm.i1(x)),
+    "i1": _float_unary(lambda x, z, gz: gz * _bessel_derivative(tm.i0(x), z, x)),
+    "erfcx": _float_unary(lambda x, z, gz: gz * (2 * x * z - _TWO_OVER_SQRT_PI)),
+    "erfcinv": _unary(lambda x, z, gz: -gz * _SQRT_PI_OVER_TWO * tm.exp(z * z)),
+    "log1mexp": _float_unary(lambda x, z, gz: -gz / tm.expm1(-x)),
+    "betaln": _betaln_rule,
     "arctan2": _arctan2_rule,
     "hypot": _hypot_rule,
     "logaddexp": _logaddexp_rule,

@@ -105,13 +105,12 @@ def _vector_steps(composite):
 
 def fused_support_code(composite):
     parts = []
-    helper_dtypes = []
+    helper_names = {}   # compute dtype -> the ops that call helpers in it
     for sop, args, dt in composite.steps:
         if sop.name in _NEEDS_HELPERS:
             cdt = compute_dtype(sop, [composite.ref_dtype(r) for r in args], dt)
-            if cdt not in helper_dtypes:
-                helper_dtypes.append(cdt)
-    parts += [support_code(d) for d in helper_dtypes]
+            helper_names.setdefault(cdt, []).append(sop.name)
+    parts += [support_code(d, names) for d, names in helper_names.items()]
     vector = _vector_steps(composite)
     if vector:
         parts.append(_vmath.vmath_support_code(sorted(set(vector))))

@@ -14,6 +14,8 @@ import re
 import numpy as np
 import pytest
 
+from ffigraph.scalar import special_c
+
 import ffigraph.tensor as T
 from ffigraph.abi import ffi
 from ffigraph.cuda.elemwise import (GpuElemwise, device_support_code, gpu_elemwise_supported, has_gpu_code,
@@ -26,7 +28,7 @@ from ffigraph.scalar.composite import Composite, const_ref
 from ffigraph.tensor.fused import FusedElemwise
 from ffigraph.tensor.fused_c import step_expression
 from ffigraph.tensor.math import ArgReduce, Reduce
-from cuda_helpers import GPU_PRESENT, needs_no_gpu, NO_GPU_CUDA_ERRORS, Slots, build_launchers, cpu_op_tests, \
+from cuda_helpers import GPU_PRESENT, SCALAR_TESTS, needs_no_gpu, NO_GPU_CUDA_ERRORS, Slots, build_launchers, cpu_op_tests, \
     cubin_archs, needs_nvcc, undefined_python_symbols
 from helpers import assert_matches
 
@@ -35,10 +37,13 @@ cpu_elemwise = cpu_op_tests("test_elemwise")
 cpu_build = cpu_op_tests("test_build_ops")
 cpu_reductions = cpu_op_tests("test_reductions")
 cpu_breadth = cpu_op_tests("test_elemwise_breadth")   # PyTensor's further functions (arcsin, psi, ...)
+cpu_special = cpu_op_tests("test_special_functions", SCALAR_TESTS)   # gamma, Bessel, erfcx, betaln, ...
 
 DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64"]
 AXES = [(), (0,), (1,), (0, 2), (1, 2), (0, 1, 2)]
-HOST_HELPER = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus|psi|trigamma|erfinv)_")
+# c_table's helpers, and the special functions' (special_c.py)
+HOST_HELPER = re.compile(r"\bffg_(divmod|floordiv|mod|ipow|sigmoid|softplus|psi|trigamma|erfinv|%s)_"
+                         % "|".join(special_c.HELPER_BASES))
 
 
 def gvar(dtype, shape=(None, None)):
@@ -466,6 +471,9 @@ def numpy_reference(name, dtype):
     if name in cpu_breadth.BINARY:
         ref, out = cpu_breadth.binary_ref(name, dtype, dtype)
         return ref, out, cpu_breadth.BINARY[name][2]
+    if name in cpu_special.SPECIAL_NAMES:
+        ref, out = cpu_special.numpy_reference(name, dtype)
+        return ref, out, "biuf"
     if name == "switch":   # the condition's dtype takes no part: the branches' dtype
         return cpu_build._switch_ref(dtype), dtype, "biufc"
     if name == "clip":
