@@ -28,7 +28,7 @@ import linecache
 import sys
 
 from ffigraph.compile.monitormode import set_node_printer
-from ffigraph.graph.basic import Apply, Variable
+from ffigraph.graph.basic import Apply, Variable, set_debug_printer
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.graph.utils import char_from_number, creation_site, get_trace
 # Pictures live in their own module; it imports the graphviz package only when rendering.
@@ -281,3 +281,4 @@ def _map_text(mapping):
 
 # reports of the compile layer (detect_nan, NanGuardMode) show a node's debugprint
 set_node_printer(lambda var: debugprint(var, file="str"))
+set_debug_printer(debugprint)   # Variable.dprint, Function.dprint (the layers below print through it)

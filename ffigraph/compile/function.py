@@ -27,7 +27,7 @@ from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase
     recording_compile_times
 from ffigraph.compile.sharedvalue import SharedVariable
 from ffigraph.linkers.basic import Container
-from ffigraph.graph.basic import Constant, Variable, clone_get_equiv, clone_replace, graph_inputs, \
+from ffigraph.graph.basic import Constant, Variable, clone_get_equiv, clone_replace, debug_print, graph_inputs, \
     set_function_builder
 from ffigraph.config import config
 from ffigraph.graph.fg import FunctionGraph, MissingInputError
@@ -1082,6 +1082,10 @@ class Function:
                                       "exported library cannot hold; use shared variables and updates="
                                       % self._label())
 
+    def dprint(self, **kwargs: Any) -> Any:
+        """``ffigraph.printing.debugprint(self, **kwargs)``: the rewritten graph, as PyTensor's."""
+        return debug_print(self, **kwargs)
+
     def info(self) -> str:
         """Which linker ran, and how each node runs."""
         linker = self.maker.linker
@@ -1209,11 +1213,13 @@ def _input_filter(spec: In) -> Callable[[Any], Any]:
 
 
 def _build_for_lower_layers(inputs: Sequence[Variable], outputs: Any, linker: Union[str, Linker, None] = None,
-                            optimizer: Any = "default") -> Function:
+                            optimizer: Any = "default", **kwargs: Any) -> Function:
     """How the graph and rewriting layers compile (``Variable.eval``; constant folding of an op that
-    folds through its own C code): the default mode, or the linker and optimizer asked for."""
-    mode = None if linker is None and optimizer == "default" else Mode(linker=linker, optimizer=optimizer)
-    return function(inputs, outputs, mode=mode)
+    folds through its own C code): the default mode, or the linker and optimizer asked for; ``kwargs``
+    (``Variable.eval``'s: ``mode=`` among them) go to ``function``."""
+    if linker is not None or optimizer != "default":
+        kwargs["mode"] = Mode(linker=linker, optimizer=optimizer)
+    return function(inputs, outputs, **kwargs)
 
 
 # the layers below compile through ``ffigraph.graph.basic.compile_graph``, which calls this layer

@@ -210,20 +210,30 @@ class Variable:
         except AttributeError:
             raise TestValueError("%s has no test value (set %s.tag.test_value)" % (self, self)) from None
 
-    def eval(self, inputs_to_values=None):
-        """Compile (once, memoised) and run the graph computing this variable.
+    def eval(self, inputs_to_values=None, **kwargs):
+        """Compile (once per set of inputs and keyword arguments, memoised) and run the graph
+        computing this variable.
 
         ``inputs_to_values`` maps the graph's input variables, or their names (as PyTensor's
-        ``eval`` accepts), to values.
+        ``eval`` accepts), to values; ``kwargs`` go to ``ffigraph.function`` (``mode=``,
+        ``on_unused_input=``, ...), as PyTensor's.
         """
         inputs_to_values = dict(inputs_to_values or {})
         if any(isinstance(k, str) for k in inputs_to_values):
             inputs_to_values = self._string_keys_to_variables(inputs_to_values)
-        key = tuple(inputs_to_values)
+        # a keyword value that is not plain data (a Mode) counts by identity; the entry keeps it
+        # alive, so that its id is not reused while the entry stands
+        options = tuple(sorted((k, v if isinstance(v, (str, int, float, bool, type(None))) else ("id", id(v)))
+                               for k, v in kwargs.items()))
+        key = (tuple(inputs_to_values), options)
         cache = self.__dict__.setdefault("_eval_cache", {})
         if key not in cache:
-            cache[key] = compile_graph(list(key), self)
-        return cache[key](*inputs_to_values.values())
+            cache[key] = (compile_graph(list(key[0]), self, **kwargs), kwargs)
+        return cache[key][0](*inputs_to_values.values())
+
+    def dprint(self, **kwargs):
+        """``ffigraph.printing.debugprint(self, **kwargs)``."""
+        return debug_print(self, **kwargs)
 
 
     def _string_keys_to_variables(self, inputs_to_values):
@@ -253,14 +263,32 @@ def set_function_builder(build):
     _function_builder[0] = build
 
 
-def compile_graph(inputs, outputs, linker=None, optimizer="default"):
+def compile_graph(inputs, outputs, linker=None, optimizer="default", **kwargs):
     """A compiled function of ``inputs`` computing ``outputs``, built by the compile layer (the default
-    mode, or ``Mode(linker=linker, optimizer=optimizer)``)."""
+    mode, or ``Mode(linker=linker, optimizer=optimizer)``; ``kwargs`` go to ``ffigraph.function``)."""
     build = _function_builder[0]
     if build is None:
         raise RuntimeError("compiling %s needs the compile layer, which plugs itself in when imported: "
                            "import ffigraph (or ffigraph.compile) first" % (outputs,))
-    return build(inputs, outputs, linker=linker, optimizer=optimizer)
+    return build(inputs, outputs, linker=linker, optimizer=optimizer, **kwargs)
+
+
+# How ``Variable.dprint`` and ``Function.dprint`` print: ffigraph.printing, a layer above, plugs its
+# debugprint in here when imported.
+_debug_printer = [None]
+
+
+def set_debug_printer(printer):
+    """Make ``debug_print`` call ``printer(obj, **kwargs)`` (ffigraph.printing.debugprint)."""
+    _debug_printer[0] = printer
+
+
+def debug_print(obj, **kwargs):
+    """``ffigraph.printing.debugprint(obj, **kwargs)``, through the hook the printing layer sets."""
+    printer = _debug_printer[0]
+    if printer is None:
+        raise RuntimeError("dprint needs ffigraph.printing, which plugs itself in when imported: import ffigraph first")
+    return printer(obj, **kwargs)
 
 
 class Constant(Variable):

@@ -388,21 +388,32 @@ def _inc_or_set(x_sub, y, set_instead_of_inc, what):
     return IncSubtensor((), set_instead_of_inc)(x_sub, y)
 
 
-def inc_subtensor(x_sub, y):
+def inc_subtensor(x_sub, y, inplace=False, set_instead_of_inc=False, tolerate_inplace_aliasing=False,
+                  ignore_duplicates=False):
     """``x`` with ``y`` added to the part ``x_sub = x[idx]`` (a fresh array): ``inc_subtensor(x[1:3], y)``.
 
     With advanced indexing (``x[idx]``, an integer array or a mask) a place picked twice gets ``y``
-    added twice, as ``numpy.add.at``. When ``x_sub`` is not an indexing result it stands for the
-    whole of itself: ``x_sub + y`` broadcast to ``x_sub``'s shape (and dtype)."""
+    added twice, as ``numpy.add.at``; ``ignore_duplicates=True`` gives numpy's ``x[idx] += y``
+    instead, where such a place gets one of its increments (the last), as PyTensor's. When ``x_sub``
+    is not an indexing result it stands for the whole of itself: ``x_sub + y`` broadcast to
+    ``x_sub``'s shape (and dtype). ``set_instead_of_inc=True`` is ``set_subtensor``. ``inplace`` and
+    ``tolerate_inplace_aliasing`` are PyTensor's hints for its own rewrites: the result is a fresh
+    array whatever they say (ffigraph's rewrites make it in place where that is safe)."""
+    if set_instead_of_inc:
+        return _inc_or_set(x_sub, y, True, "set_subtensor")
+    if ignore_duplicates:
+        # numpy's x[idx] += y: every place written once, from x's old value, the last write kept
+        return _inc_or_set(x_sub, x_sub + y, True, "inc_subtensor")
     return _inc_or_set(x_sub, y, False, "inc_subtensor")
 
 
-def set_subtensor(x_sub, y):
+def set_subtensor(x_sub, y, inplace=False, tolerate_inplace_aliasing=False):
     """``x`` with the part ``x_sub = x[idx]`` replaced by ``y`` (a fresh array): ``set_subtensor(x[0], 0)``.
 
     With advanced indexing a place picked twice keeps the last write, as ``x[idx] = y``. When
     ``x_sub`` is not an indexing result it stands for the whole of itself: ``y`` broadcast to
-    ``x_sub``'s shape, cast to its dtype."""
+    ``x_sub``'s shape, cast to its dtype. ``inplace`` and ``tolerate_inplace_aliasing``: as for
+    ``inc_subtensor``."""
     return _inc_or_set(x_sub, y, True, "set_subtensor")
 
 

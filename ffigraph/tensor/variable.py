@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ffigraph.graph.basic import Constant, Variable
+from ffigraph.graph.basic import Constant, Variable, debug_print
 
 
 # the elementwise comparisons whose results have no truth value in Python (Theano's "_is_nonzero")
@@ -298,6 +298,30 @@ class _TensorOperators:
         return _t().conj(self)
 
     conjugate = conj
+
+    def zeros_like(self, dtype=None):
+        """Zeros of this shape (and of ``dtype``, default this dtype)."""
+        return _t().zeros_like(self, dtype=dtype)
+
+    def ones_like(self, dtype=None):
+        return _t().ones_like(self, dtype=dtype)
+
+    def fill(self, value):
+        """``value`` broadcast to this shape (PyTensor's ``fill(self, value)``)."""
+        return _t().fill(self, value)
+
+    def norm(self, L, axis=None, keepdims=False):
+        """``(sum |x|^L) ** (1 / L)`` over ``axis`` (None: every element), as PyTensor's
+        ``TensorVariable.norm``: L must be a positive finite number."""
+        if isinstance(L, bool) or not isinstance(L, (int, float, np.integer, np.floating)) or not 0 < L < np.inf:
+            raise NotImplementedError("norm: L=%r; only a positive finite L is implemented (as in PyTensor)" % (L,))
+        t = _t()
+        total = t.sum(t.pow(abs(self), L), axis=axis, keepdims=keepdims)
+        return t.pow(total, 1.0 / L)
+
+    def dprint(self, **kwargs):
+        """``ffigraph.printing.debugprint(self, **kwargs)``."""
+        return debug_print(self, **kwargs)
 
     def copy(self, name=None):
         from ffigraph.tensor.generic_ops import deep_copy_op
