@@ -13,9 +13,11 @@ Implementations:
 - numpy: ``argpartition`` then an ``argsort`` of the k chosen and ``take_along_axis`` (the usual
   fastest way to the sorted top k; ties may come in another order, values are checked);
 - JAX: ``jax.lax.top_k`` under ``jax.jit`` (CPU), in ``/root/venv-jax/bin/python``;
-- PyTensor: ``pytensor.tensor.sort.topk_and_argtopk`` with ``sorted=False`` (PyTensor refuses
-  ``sorted=True``; its op has no C code and runs numpy's ``argpartition`` in Python), compiled
-  with ``Mode(linker='cvm')``, in ``/root/venv-bench/bin/python``.
+- PyTensor: ``pytensor.tensor.sort.topk_and_argtopk`` with ``sorted=False`` where it has it
+  (PyTensor 2 refuses ``sorted=True``; its op has no C code and runs numpy's ``argpartition`` in
+  Python); PyTensor 3 dropped it, so there the user's way, a ``sort`` and an ``argsort`` sliced to
+  the top k (its sort ops run numpy in Python too); compiled with ``Mode(linker='cvm')``, in
+  ``/root/venv-bench/bin/python``.
 
 JAX and PyTensor are not dependencies: each runs in its own interpreter, this same script with
 ``--worker jax`` or ``--worker pytensor``, which loads the inputs from an ``.npz``, checks its values
@@ -94,6 +96,7 @@ def worker(kind, npz, repeat, number):
         import jax
         from jax import lax
 
+        jax.config.update("jax_enable_x64", True)   # float64 stays float64
         version = "jax %s" % jax.__version__
         for name, (x, k, axis) in data.items():
             moved = np.ascontiguousarray(np.moveaxis(x, axis, -1))   # lax.top_k works on the last axis
@@ -104,17 +107,24 @@ def worker(kind, npz, repeat, number):
     else:
         import pytensor
         import pytensor.tensor as pt
+        import pytensor.tensor.sort as pt_sort
         from pytensor.compile.mode import Mode
-        from pytensor.tensor.sort import topk_and_argtopk
 
         version = "pytensor %s" % pytensor.__version__
         for name, (x, k, axis) in data.items():
             v = pt.tensor(dtype=str(x.dtype), shape=(None,) * x.ndim)
-            f = pytensor.function([v], list(topk_and_argtopk(v, k, axis=axis, sorted=False)),
-                                  mode=Mode(linker="cvm"))
+            if hasattr(pt_sort, "topk_and_argtopk"):   # Theano's op (PyTensor 2 has it, unsorted only)
+                outs, unsorted = list(pt_sort.topk_and_argtopk(v, k, axis=axis, sorted=False)), True
+            else:   # PyTensor 3 dropped it: the user's way is a sort and a slice
+                index = [slice(None)] * x.ndim
+                index[axis] = slice(None, -k - 1, -1)
+                order = pt.argsort(v, axis=axis)[tuple(index)]
+                outs, unsorted = [pt.sort(v, axis=axis)[tuple(index)], order], False
+                version = "pytensor %s (no topk: sort + argsort, sliced)" % pytensor.__version__
+            f = pytensor.function([v], outs, mode=Mode(linker="cvm"))
             f.trust_input = True
             got = f(x)
-            check(np.flip(np.sort(got[0], axis=axis), axis=axis), x, k, axis)
+            check(np.flip(np.sort(got[0], axis=axis), axis=axis) if unsorted else got[0], x, k, axis)
             fns[name] = (lambda f=f, x=x: f(x))
     best = {}
     for name, fn in fns.items():
