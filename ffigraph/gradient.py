@@ -19,7 +19,8 @@ from ffigraph.tensor.basic import tensor
 from ffigraph.tensor.gradient import (DisconnectedInputError, DisconnectedType, Lop, NullType,  # noqa: F401
                                       NullTypeGradError, Rop, consider_constant, disconnected_grad,
                                       disconnected_type, grad, grad_clip, grad_not_implemented, grad_scale,
-                                      grad_undefined, hessian, jacobian, undefined_grad, zero_grad)
+                                      grad_undefined, hessian, hessian_vector_product, jacobian, pullback,
+                                      pushforward, undefined_grad, zero_grad)
 from ffigraph.tensor.grad_ops import (ConsiderConstant, DisconnectedGrad, GradClip, GradScale,  # noqa: F401
                                       UndefinedGrad, ZeroGrad)
 from ffigraph.tensor.math import sum as tsum
@@ -27,7 +28,8 @@ from ffigraph.tensor.math import sum as tsum
 if TYPE_CHECKING:
     from ffigraph.compile.mode import Mode
 
-__all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "verify_grad", "zero_grad", "disconnected_grad",
+__all__ = ["grad", "Lop", "Rop", "pushforward", "pullback", "hessian_vector_product", "jacobian", "hessian",
+           "verify_grad", "zero_grad", "disconnected_grad",
            "undefined_grad", "consider_constant", "grad_clip", "grad_scale", "ZeroGrad", "DisconnectedGrad",
            "UndefinedGrad", "ConsiderConstant", "GradClip", "GradScale", "disconnected_type", "grad_undefined",
            "grad_not_implemented", "DisconnectedType", "NullType", "DisconnectedInputError",

@@ -306,7 +306,45 @@ def outer(x, y):
     return x.dimshuffle(0, "x") * y.dimshuffle("x", 0)
 
 
+class _NdGrid:
+    """numpy's ``mgrid`` and ``ogrid`` over slices of Python or symbolic scalars, as PyTensor's:
+    ``mgrid[0:5, 0:3]`` is a list of dense grids (each of the shape (5, 3)), ``ogrid[0:5, 0:3]`` a
+    list of open ones (shapes (5, 1) and (1, 3), which broadcast); one slice gives its ``arange``.
+    Each grid keeps its range's dtype (numpy's mgrid is one array of their common dtype).
+    A step ``Nj`` (an imaginary number) asks for N points from start to stop inclusive, as in numpy
+    (``linspace``; PyTensor refuses it)."""
+
+    def __init__(self, sparse):
+        self.sparse = sparse
+
+    @staticmethod
+    def _range(key):
+        if not isinstance(key, slice):
+            raise TypeError("%s: each index must be a slice start:stop[:step], got %r"
+                            % ("mgrid/ogrid", key))
+        start = 0 if key.start is None else key.start
+        if isinstance(key.step, complex):
+            count = int(abs(key.step))
+            return linspace(start, key.stop, count)
+        return arange(start, key.stop, 1 if key.step is None else key.step)
+
+    def __getitem__(self, key):
+        if isinstance(key, slice):
+            return self._range(key)
+        ranges = [self._range(k) for k in key]
+        ndim = len(ranges)
+        grids = [r.dimshuffle(*(["x"] * j + [0] + ["x"] * (ndim - 1 - j))) for j, r in enumerate(ranges)]
+        return grids if self.sparse else list(broadcast_arrays(*grids))
+
+    def __repr__(self):
+        return "ogrid" if self.sparse else "mgrid"
+
+
+mgrid = _NdGrid(sparse=False)
+ogrid = _NdGrid(sparse=True)
+
+
 __all__ = [
     "eye", "identity_like", "tri", "tril", "triu", "diag", "diagonal", "trace", "fill_diagonal",
-    "linspace", "logspace", "geomspace", "full", "full_like", "empty", "outer",
+    "linspace", "logspace", "geomspace", "full", "full_like", "empty", "outer", "mgrid", "ogrid",
 ]

@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 
     _V = TypeVar("_V", bound=Variable)
 
-__all__ = ["grad", "Lop", "Rop", "jacobian", "hessian", "zero_grad", "disconnected_grad", "undefined_grad",
-           "consider_constant", "grad_clip", "grad_scale", "disconnected_type", "grad_undefined",
+__all__ = ["grad", "Lop", "Rop", "pushforward", "pullback", "hessian_vector_product", "jacobian", "hessian",
+           "zero_grad", "disconnected_grad", "undefined_grad", "consider_constant", "grad_clip", "grad_scale", "disconnected_type", "grad_undefined",
            "grad_not_implemented", "DisconnectedType", "NullType", "DisconnectedInputError", "NullTypeGradError"]
 
 
@@ -776,6 +776,36 @@ def hessian(cost: Variable, wrt: Any, consider_constant: Optional[Iterable[Varia
         # the gradient may no longer depend on w (a cost linear in w): zeros, not an error (PyTensor)
         result.append(jacobian(g, w, consider_constant=consider_constant, disconnected_inputs="ignore"))
     return result[0] if single else result
+
+
+def hessian_vector_product(cost: Variable, wrt: Any, p: Any, **grad_kwargs: Any) -> Any:
+    """The Hessian of the scalar ``cost`` w.r.t. ``wrt`` (a variable or a list of them) times ``p``
+    (one per ``wrt``, of its shape), as PyTensor's: two reverse passes, ``d/dwrt sum_k (g_k . p_k)``
+    with ``g = grad(cost, wrt)``, so no Hessian is ever formed. ``grad_kwargs`` go to both ``grad``s.
+    A variable for a variable ``wrt``, a list for a list."""
+    wrt_list = _variables("wrt", wrt)
+    p_list = _variables("p", p)
+    if len(wrt_list) != len(p_list):
+        raise ValueError("hessian_vector_product: wrt has %d variables but p %d" % (len(wrt_list), len(p_list)))
+    gradients = grad(cost, wrt_list, **grad_kwargs)
+    directional = _summed([(g * v).sum() for g, v in zip(gradients, p_list)])
+    result = grad(directional, wrt_list, **grad_kwargs)
+    return result[0] if isinstance(wrt, Variable) else result
+
+
+def pushforward(f: Any, wrt: Any, tangents: Any, disconnected_outputs: Any = "raise", return_disconnected: Any = "zero",
+                use_op_pushforward: bool = False) -> Any:
+    """PyTensor 3's name and signature for ``Rop`` (the Jacobian of ``f`` times ``tangents``);
+    ``use_op_pushforward`` is ``Rop``'s ``use_op_rop_implementation``."""
+    return Rop(f, wrt, tangents, disconnected_outputs=disconnected_outputs, return_disconnected=return_disconnected,
+               use_op_rop_implementation=use_op_pushforward)
+
+
+def pullback(f: Any, wrt: Any, cotangents: Any, consider_constant: Optional[Iterable[Variable]] = None,
+             disconnected_inputs: Any = "raise", return_disconnected: Any = "zero") -> Any:
+    """PyTensor 3's name and signature for ``Lop`` (``cotangents`` times the Jacobian of ``f``)."""
+    return Lop(f, wrt, cotangents, consider_constant=consider_constant, disconnected_inputs=disconnected_inputs,
+               return_disconnected=return_disconnected)
 
 
 # ------------------------------------------------------------------ verify_grad

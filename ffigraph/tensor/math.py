@@ -564,8 +564,11 @@ def dot(a, b):
     return _tensordot(a, b, [[a.ndim - 1], [builtins.max(0, b.ndim - 2)]], "dot")
 
 
+# PyTensor's tensor.math.dense_dot: ffigraph's dot, which is dense only (sparse matrices have their own)
+dense_dot = dot
+
 __all__ = list(_PUBLIC.values()) + [
-    "abs_", "pow_", "round_", "sign", "clip", "real", "imag", "angle", "divide", "floor_div", "bitwise_and",
+    "dense_dot", "abs_", "pow_", "round_", "sign", "clip", "real", "imag", "angle", "divide", "floor_div", "bitwise_and",
     "power", "digamma", "logaddexp", "isclose", "allclose", "conj", "conjugate",
     "bitwise_or", "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
     "Reduce", "ArgReduce", "Dot", "ELEMWISE",

@@ -190,3 +190,30 @@ def test_jacobian_vectorize_and_hessian_of_a_symbolic_length(mode):
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14, err_msg="output %d" % k)
     with pytest.raises(TypeError):
         jacobian(fun(x), x, vectorize="yes")
+
+
+def test_hessian_vector_product_pushforward_pullback_and_dense_dot():
+    """hessian_vector_product against the Hessian written out by hand; pushforward and pullback
+    (PyTensor 3's names of Rop and Lop) against J v and u J of an elementwise function."""
+    x, y, p, q = T.dvector("x"), T.dvector("y"), T.dvector("p"), T.dvector("q")
+    cost = (x ** 3).sum() * (y ** 2).sum() + (x * y).sum()
+    hx, hy = ffigraph.gradient.hessian_vector_product(cost, [x, y], [p, q])
+    single = ffigraph.gradient.hessian_vector_product((x ** 4).sum(), x, p)
+    f_out = T.exp(x) * y
+    push = ffigraph.gradient.pushforward(f_out, [x, y], [p, q])
+    pull = ffigraph.gradient.pullback(f_out, [x, y], p)
+    f = function([x, y, p, q], [hx, hy, single, push] + list(pull) + [T.dense_dot(x, y)])
+    xv, yv, pv, qv = np.array([1.0, -2.0]), np.array([0.5, 3.0]), np.array([0.25, -1.0]), np.array([2.0, 1.0])
+    hx_v, hy_v, single_v, push_v, pull_x, pull_y, dot_v = f(xv, yv, pv, qv)
+    s2, s3 = (yv ** 2).sum(), (xv ** 3).sum()
+    # d2/dx2 = diag(6x) s2, d2/dxdy = outer(3x^2, 2y) + I, d2/dy2 = 2 s3 I
+    hxx, hxy, hyy = np.diag(6 * xv * s2), np.outer(3 * xv ** 2, 2 * yv) + np.eye(2), 2 * s3 * np.eye(2)
+    np.testing.assert_allclose(hx_v, hxx @ pv + hxy @ qv, rtol=1e-14)
+    np.testing.assert_allclose(hy_v, hxy.T @ pv + hyy @ qv, rtol=1e-14)
+    np.testing.assert_allclose(single_v, 12 * xv ** 2 * pv, rtol=1e-14)
+    np.testing.assert_allclose(push_v, np.exp(xv) * yv * pv + np.exp(xv) * qv, rtol=1e-14)
+    np.testing.assert_allclose(pull_x, pv * np.exp(xv) * yv, rtol=1e-14)
+    np.testing.assert_allclose(pull_y, pv * np.exp(xv), rtol=1e-14)
+    assert dot_v == np.dot(xv, yv)
+    with pytest.raises(ValueError, match="wrt has 2 variables but p 1"):
+        ffigraph.gradient.hessian_vector_product(cost, [x, y], [p])

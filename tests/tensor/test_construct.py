@@ -6,6 +6,7 @@ As in test_layout.py: ONE function per test holds every case as an output, run u
 import numpy as np
 import pytest
 
+import ffigraph
 import ffigraph.tensor as T
 from ffigraph import Mode
 from ffigraph.gradient import verify_grad
@@ -128,3 +129,27 @@ def test_construct_grads():
     rng = np.random.default_rng(2)
     verify_grad(fun, [rng.standard_normal((3, 4)), rng.standard_normal(3), rng.standard_normal(2)],
                 mode=Mode(linker="c"))
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_mgrid_and_ogrid_match_numpy(linker):
+    """PyTensor's mgrid/ogrid: a list of grids (numpy's mgrid stacks them), each of its range's
+    dtype; symbolic bounds; a count step Nj as numpy's (inclusive)."""
+    n = T.lscalar("n")
+    dense = T.mgrid[0:5, 1:7:2]
+    open_ = T.ogrid[0:5, 1:7:2]
+    outs = dense + open_ + [T.mgrid[0:n]] + T.mgrid[0:1:5j, -2:n] + [T.mgrid[0.5:2.0:0.5, -1:1][0]]
+    got = ffigraph.function([n], outs, mode=Mode(linker=linker))(3)
+    for g, want in zip(got[:2], np.mgrid[0:5, 1:7:2]):
+        np.testing.assert_array_equal(g, want)
+        assert g.dtype == np.int64
+    for g, want in zip(got[2:4], np.ogrid[0:5, 1:7:2]):
+        assert g.shape == want.shape
+        np.testing.assert_array_equal(g, want)
+    np.testing.assert_array_equal(got[4], np.arange(3))
+    np.testing.assert_allclose(got[5], np.mgrid[0:1:5j, -2:3][0], rtol=1e-15)
+    np.testing.assert_array_equal(got[6], np.mgrid[0:1:5j, -2:3][1])
+    np.testing.assert_array_equal(got[7], np.mgrid[0.5:2.0:0.5, -1:1][0])
+    assert repr(T.mgrid) == "mgrid" and repr(T.ogrid) == "ogrid"
+    with pytest.raises(TypeError, match="must be a slice"):
+        T.mgrid[0:2, 3]
