@@ -218,6 +218,11 @@ class CompiledGraph:
         if in_node and not annotated and self.annotate:
             # (a one-node library of c|py: the linker that runs it names the node in its graph)
             message += in_node + node_text
+        if 0 <= node_index < len(self.nodes):
+            # an op may say which exception its failure is (CheckAndRaise: the one it was made with)
+            error_class = getattr(self.nodes[node_index].op, "c_error_class", None)
+            if error_class is not None:
+                cls = error_class(cls)
         exc = cls(message)
         exc.failed_node_index = node_index
         exc.failed_input_index = input_index
