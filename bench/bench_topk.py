@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 
@@ -42,7 +41,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from timing import load_average, time_interleaved  # noqa: E402
+from timing import load_average, time_interleaved, worker_result  # noqa: E402
 
 JAX_PYTHON = "/root/venv-jax/bin/python"
 PYTENSOR_PYTHON = "/root/venv-bench/bin/python"
@@ -133,14 +132,8 @@ def worker(kind, npz, repeat, number):
 
 
 def run_worker(kind, python, npz, repeat, number):
-    if not os.path.exists(python):
-        return None, "%s not found" % python
-    proc = subprocess.run([python, os.path.abspath(__file__), "--worker", kind, "--npz", npz,
-                           "--repeat", str(repeat), "--number", str(number)],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    if proc.returncode != 0:
-        return None, "failed: %s" % proc.stderr.strip().splitlines()[-1:]
-    return json.loads(proc.stdout.strip().splitlines()[-1]), None
+    return worker_result(python, [os.path.abspath(__file__), "--worker", kind, "--npz", npz,
+                                  "--repeat", str(repeat), "--number", str(number)])
 
 
 def main():

@@ -1,5 +1,7 @@
 """Timing helpers shared by the bench scripts (bench/ is sys.path[0] when a script runs)."""
+import json
 import os
+import subprocess
 import time
 import timeit
 
@@ -35,3 +37,16 @@ def best_of(fn, repeat):
         fn()
         times.append(time.perf_counter() - t0)
     return min(times)
+
+
+def worker_result(python, argv):
+    """Run ``python argv...`` (a bench script as a worker under another interpreter: JAX's or
+    PyTensor's venv) and read the JSON object its last stdout line holds: (result, None), or
+    (None, why) when the interpreter is missing or the worker failed."""
+    if not os.path.exists(python):
+        return None, "%s not found" % python
+    proc = subprocess.run([python] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+    if proc.returncode != 0:
+        return None, "failed: %s" % (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+    return json.loads(proc.stdout.strip().splitlines()[-1]), None
