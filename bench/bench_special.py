@@ -17,7 +17,6 @@ where scipy itself is the less accurate, see tests/scalar/test_special_functions
 the best of --repeat timings of --number calls; ffigraph and scipy interleave in this process, the
 workers run right after, each in its own interpreter. The machine is noisy: compare within one run.
 """
-import argparse
 import json
 import os
 import platform
@@ -31,7 +30,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from timing import load_average, time_interleaved, worker_result  # noqa: E402
+from timing import load_average, side_by_side_parser, time_interleaved, worker_result  # noqa: E402
 
 JAX_PYTHON = "/root/venv-jax/bin/python"
 PYTENSOR_PYTHON = "/root/venv-bench/bin/python"
@@ -94,15 +93,8 @@ def worker(kind, npz, repeat, number):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = side_by_side_parser(__doc__, 5, JAX_PYTHON, PYTENSOR_PYTHON)
     parser.add_argument("--n", type=int, default=None)
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--number", type=int, default=None)
-    parser.add_argument("--jax-python", default=JAX_PYTHON)
-    parser.add_argument("--pytensor-python", default=PYTENSOR_PYTHON)
-    parser.add_argument("--worker", choices=["jax", "pytensor"])
-    parser.add_argument("--npz")
     args = parser.parse_args()
     number = args.number or (5 if args.quick else 3)
     if args.worker:

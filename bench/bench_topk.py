@@ -27,7 +27,6 @@ interpreter leaves its column empty, saying why. Each time is the best of --repe
 is the unit of work); ffigraph and numpy interleave in this process, the workers run right after.
 The machine is noisy: compare figures within one run.
 """
-import argparse
 import json
 import os
 import platform
@@ -41,7 +40,7 @@ import numpy as np  # noqa: E402
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from timing import load_average, time_interleaved, worker_result  # noqa: E402
+from timing import load_average, side_by_side_parser, time_interleaved, worker_result  # noqa: E402
 
 JAX_PYTHON = "/root/venv-jax/bin/python"
 PYTENSOR_PYTHON = "/root/venv-bench/bin/python"
@@ -137,15 +136,8 @@ def run_worker(kind, python, npz, repeat, number):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--number", type=int, default=None)
-    parser.add_argument("--jax-python", default=JAX_PYTHON)
-    parser.add_argument("--pytensor-python", default=PYTENSOR_PYTHON)
+    parser = side_by_side_parser(__doc__, 7, JAX_PYTHON, PYTENSOR_PYTHON)
     parser.add_argument("--json", default=None)
-    parser.add_argument("--worker", choices=["jax", "pytensor"])
-    parser.add_argument("--npz")
     args = parser.parse_args()
     number = args.number or (20 if args.quick else 10)
     if args.worker:

@@ -1,4 +1,5 @@
 """Timing helpers shared by the bench scripts (bench/ is sys.path[0] when a script runs)."""
+import argparse
 import json
 import os
 import subprocess
@@ -50,3 +51,18 @@ def worker_result(python, argv):
     if proc.returncode != 0:
         return None, "failed: %s" % (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
     return json.loads(proc.stdout.strip().splitlines()[-1]), None
+
+
+def side_by_side_parser(doc, repeat, jax_python, pytensor_python):
+    """The arguments of a bench that times ffigraph here and JAX and PyTensor in workers:
+    --quick, --repeat, --number, --jax-python, --pytensor-python, and the worker's own --worker
+    and --npz (the inputs it loads)."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--number", type=int, default=None)
+    parser.add_argument("--jax-python", default=jax_python)
+    parser.add_argument("--pytensor-python", default=pytensor_python)
+    parser.add_argument("--worker", choices=["jax", "pytensor"])
+    parser.add_argument("--npz")
+    return parser
