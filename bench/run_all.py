@@ -28,6 +28,8 @@ said so.) The jobs, and what ``--quick`` makes of them, are in JOBS below:
                                    logreg, MLP steps of 5-50 layers (issue 26; PyTensor's in its venv)
   conv                             LeNet forward/step and a 3x3 conv layer vs JAX CPU and numpy
                                    (issue 47; JAX from /root/venv-jax in a subprocess)
+  topk, special                    top-k and the special functions vs numpy/scipy, JAX and
+                                   PyTensor (issue 48; each in its own venv, a subprocess)
 Left out: bench_memory.py (resident-memory growth over 2,000 compiled graphs: megabytes, not
 seconds, and minutes of compiling) and bench_profile.py's --baseline (``--compare`` does that
 for every script).
@@ -99,6 +101,9 @@ JOBS = {
     "compile": ("bench_compile.py", [], ["--quick"], ("cpython", "pypy", "pytensor")),
     # issue 47: LeNet and a 3x3 conv layer vs JAX CPU (its own venv, a subprocess) and numpy im2col
     "conv": ("bench_conv.py", [], ["--quick"], ("cpython",)),
+    # issue 48: top-k and the special functions vs numpy/scipy, JAX and PyTensor (their venvs, subprocesses)
+    "topk": ("bench_topk.py", [], ["--quick"], ("cpython",)),
+    "special": ("bench_special.py", [], ["--quick"], ("cpython",)),
 }
 # Extra arguments a job takes under one interpreter only.
 EXTRA = {("logreg", "pytensor"): ["--pytensor"], ("mlp", "pytensor"): ["--pytensor"],
@@ -120,7 +125,7 @@ runpy.run_path(script, run_name="__main__")
 """
 
 # Implementation names that are not ffigraph's: left out of the before/after table.
-NOT_FFIGRAPH = ("numpy", "np.", "pytensor", "PyTensor", "memory bound", "BLAS floor", "JAX")
+NOT_FFIGRAPH = ("numpy", "np.", "pytensor", "PyTensor", "memory bound", "BLAS floor", "JAX", "scipy")
 
 PYPY_TOLERANCE = 1.2     # issue 23: PyPy within 1.2x of CPython for every bench_call row
 ALTERNATE_TOLERANCE = 1.1   # "no slowdown": alternating / alone, with this much room for noise
