@@ -8,7 +8,6 @@ special_c.py.
 """
 from __future__ import annotations
 
-import ctypes.util
 import math
 
 import cffi
@@ -16,7 +15,20 @@ import cffi
 _libm_ffi = cffi.FFI()
 _libm_ffi.cdef("double j0(double); double j1(double); double tgamma(double); double lgamma(double); "
                "double erfc(double);")
-_libm = _libm_ffi.dlopen(ctypes.util.find_library("m") or "libm.so.6")
+
+
+def _open_libm():
+    """The C math library by its usual file names (ctypes.util.find_library would run ldconfig in a
+    subprocess at import), else the process's own symbols, which hold it where Python links it."""
+    for name in ("libm.so.6", "libm.dylib", "libm.so"):
+        try:
+            return _libm_ffi.dlopen(name)
+        except OSError:
+            continue
+    return _libm_ffi.dlopen(None)
+
+
+_libm = _open_libm()
 
 _SQRT_PI = 1.7724538509055160
 _TWO_PI = 6.283185307179586
