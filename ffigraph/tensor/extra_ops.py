@@ -32,12 +32,94 @@ from ffigraph.graph.c_interface import DelegatedCOp, MethodNotDefined
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import upcast
 from ffigraph.tensor.basic import arange, as_tensor_variable, cast, constant, normalize_axis, zeros, zeros_like
+from ffigraph.tensor import math as tm
 from ffigraph.tensor.math import reduce_sum_dtype
+from ffigraph.tensor.raise_op import CheckAndRaise
 from ffigraph.tensor.subtensor import set_subtensor
 from ffigraph.tensor.type import TensorType
 
 __all__ = ["CumOp", "cumsum", "cumprod", "diff", "SearchsortedOp", "searchsorted", "BinCountOp", "bincount",
-           "Unique", "unique", "argwhere", "median", "ptp"]
+           "Unique", "unique", "argwhere", "median", "ptp", "unravel_index", "ravel_multi_index"]
+
+
+def _index_dims(dims, what):
+    """The int64 scalars of ``dims``: a tuple or list of ints or integer scalars, or an integer
+    vector of static length."""
+    if isinstance(dims, (tuple, list)):
+        parts = [as_tensor_variable(d) for d in dims]
+    else:
+        vector = as_tensor_variable(dims)
+        if vector.ndim != 1 or vector.type.shape[0] is None:
+            raise TypeError("%s: dims must be a tuple of ints or an integer vector of known length, got %s"
+                            % (what, dims))
+        parts = [vector[k] for k in range(vector.type.shape[0])]
+    for d in parts:
+        if d.ndim != 0 or np.dtype(d.dtype).kind not in "iu":
+            raise TypeError("%s: '%s' object cannot be interpreted as an index (dims)" % (what, d.dtype))
+    return [cast(d, "int64") for d in parts]
+
+
+def _integer_indices(x, what):
+    x = as_tensor_variable(x)
+    if np.dtype(x.dtype).kind not in "iu":
+        raise TypeError("%s: '%s' object cannot be interpreted as an index" % (what, x.dtype))
+    return cast(x, "int64")
+
+
+def unravel_index(indices, dims, order="C"):
+    """numpy's ``unravel_index``: the coordinates (a tuple of int64 arrays shaped like ``indices``)
+    of flat ``indices`` into an array of shape ``dims``, in C (row-major) or F order. An index
+    outside ``[0, prod(dims))`` is a ValueError when the function runs, as numpy's."""
+    if order not in ("C", "F"):
+        raise ValueError("unravel_index: order must be 'C' or 'F', got %r" % (order,))
+    flat = _integer_indices(indices, "unravel_index")
+    sizes = _index_dims(dims, "unravel_index")
+    total = constant(1, dtype="int64")
+    for d in sizes:
+        total = total * d
+    flat = CheckAndRaise(ValueError, "unravel_index: an index is out of bounds for an array of that size "
+                         "(prod(dims))")(flat, tm.all(tm.ge(flat, 0)), tm.all(tm.lt(flat, total)))
+    coords = [None] * len(sizes)
+    rest = flat
+    for k in (reversed(range(len(sizes))) if order == "C" else range(len(sizes))):
+        coords[k] = rest % sizes[k]
+        rest = rest // sizes[k]
+    return tuple(coords)
+
+
+def ravel_multi_index(multi_index, dims, mode="raise", order="C"):
+    """numpy's ``ravel_multi_index``: the flat int64 indices, into an array of shape ``dims``, of
+    the coordinates ``multi_index`` (a tuple or list of integer arrays, broadcast together), in C or
+    F order. ``mode`` (one for all, or one per coordinate): 'raise' makes a coordinate outside
+    ``[0, d)`` a ValueError when the function runs, 'wrap' takes it modulo ``d``, 'clip' clips it."""
+    if not isinstance(multi_index, (tuple, list)):
+        raise TypeError("ravel_multi_index: multi_index must be a tuple or a list, got %r" % (multi_index,))
+    if order not in ("C", "F"):
+        raise ValueError("ravel_multi_index: order must be 'C' or 'F', got %r" % (order,))
+    sizes = _index_dims(dims, "ravel_multi_index")
+    if len(multi_index) != len(sizes):
+        raise ValueError("ravel_multi_index: parameter multi_index must be a sequence of length %d" % len(sizes))
+    modes = list(mode) if isinstance(mode, (tuple, list)) else [mode] * len(sizes)
+    if len(modes) != len(sizes) or any(m not in ("raise", "wrap", "clip") for m in modes):
+        raise ValueError("ravel_multi_index: mode must be 'raise', 'wrap' or 'clip' (or one per coordinate), got %r"
+                         % (mode,))
+    coords = []
+    for coordinate, d, m in zip(multi_index, sizes, modes):
+        c = _integer_indices(coordinate, "ravel_multi_index")
+        if m == "raise":
+            c = CheckAndRaise(ValueError, "ravel_multi_index: invalid entry in coordinates array")(
+                c, tm.all(tm.ge(c, 0)), tm.all(tm.lt(c, d)))
+        elif m == "wrap":
+            c = c % d
+        else:
+            c = tm.clip(c, 0, d - 1)
+        coords.append(c)
+    flat, stride = None, constant(1, dtype="int64")
+    for k in (reversed(range(len(sizes))) if order == "C" else range(len(sizes))):
+        term = coords[k] * stride
+        flat = term if flat is None else flat + term
+        stride = stride * sizes[k]
+    return flat
 
 
 def to_one_hot(y, nb_class, dtype=None):
