@@ -416,8 +416,8 @@ class _DotWriter:
                          "label": _label([_const_text(ref), ref[1]])})))
             step_label = ["t%d = %s" % (j, _safe_str(getattr(sop, "name", sop))), dtype]
             attrs = {"shape": "box", "fillcolor": _STEP_FILL}
-            if j in composite.outputs:
-                step_label.append("-> out %d" % composite.outputs.index(j))
+            if j in composite.output_steps:
+                step_label.append("-> out %d" % composite.output_steps.index(j))
                 attrs["peripheries"] = "2"
             attrs["label"] = _label(step_label)
             lines.append("    %s_t%d %s;" % (cid, j, _attrs(attrs)))
@@ -429,7 +429,7 @@ class _DotWriter:
         lines.append("  }")
         self.lines += lines
         # The dashed edge ties the cluster to its node; lhead makes it stop at the cluster's border.
-        anchor = "%s_t%d" % (cid, composite.outputs[0]) if composite.outputs else "%s_i0" % cid
+        anchor = "%s_t%d" % (cid, composite.output_steps[0]) if composite.output_steps else "%s_i0" % cid
         if composite.steps or composite.in_dtypes:
             self.lines.append("  %s -> %s [style=dashed, arrowhead=none, color=\"#888888\", lhead=cluster_%s];"
                               % (nid, anchor, nid))

@@ -19,10 +19,14 @@ from time import perf_counter as _perf_counter
 from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, List, Literal, Mapping, Optional, Protocol,
                     Sequence, Set, Tuple, TypeVar, Union)
 
+import numpy as np
+
 from ffigraph.compile.calllock import OwnedLock, give_back, held_lines, holding, reentered, take, update_lock_of
 from ffigraph.compile.io import In, Out, type_mismatch
 from ffigraph.compile.mode import Mode, get_mode
 from ffigraph.tensor.generic_ops import deep_copy_op
+from ffigraph.tensor.scalar_graph import as_tensor_graph
+from ffigraph.scalar.type import ScalarType
 from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
     recording_compile_times
 from ffigraph.compile.sharedvalue import SharedVariable
@@ -161,7 +165,9 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
     shared_vars = _implicit_shared(computed, [s for s, _ in upd], cut)
     _check_inputs_cover_graph(ins, shared_vars, computed, on_unused_input)
     # (Any: the compile layer adds attributes that the linkers read: mutable_inputs, update_slots, ...)
-    fgraph: Any = FunctionGraph([i.variable for i in ins] + shared_vars, computed)
+    # a scalar variable is a 0-d slot: scalar graphs compile as graphs of 0-d tensors
+    graph_inputs, computed = as_tensor_graph([i.variable for i in ins] + shared_vars, computed)
+    fgraph: Any = FunctionGraph(graph_inputs, computed)
     fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
     with compile_phase("rewrite"):
@@ -621,6 +627,9 @@ class Function:
         self._thunk = thunk
         self._input_cells = input_cells
         self._n_outputs = len(outputs)
+        # outputs of a scalar type: computed in 0-d slots, returned as numpy scalars (PyTensor's values)
+        self._scalar_outputs = [(k, o.variable.type.numpy_dtype.type) for k, o in enumerate(outputs)
+                                if isinstance(o.variable.type, ScalarType)]
         self._output_cells = output_cells
         self._update_pairs = [(shared[t].container.storage, output_cells[self._n_outputs + k])
                               for k, t in enumerate(update_targets)]
@@ -698,7 +707,7 @@ class Function:
         call (``CallBlock.arity_call``), and the updates stored. ``trust_input=True`` drops the
         checks (an input that is the very array passed last call is not read again). Calls with
         keywords, defaults or another number of arguments go on to ``_call_generic``."""
-        if self._arity_call is None or self._state_outs or self._implicit:
+        if self._arity_call is None or self._state_outs or self._implicit or self._scalar_outputs:
             return None   # (kept input state and implicit inputs take the generic path)
         n_in, n_out = self._n_inputs, self._n_outputs
         namespace = dict(owned=self._lock, reentered=reentered, check=self._filter_one,
@@ -891,7 +900,18 @@ class Function:
         entry = self._entry
         if entry is not None:
             return entry(self, *args, **kwargs)   # written out for this arity (see _make_entry)
+        if self._scalar_outputs:
+            return self._as_scalars(self._call_generic(args, kwargs))
         return self._call_generic(args, kwargs)
+
+    def _as_scalars(self, result: Any) -> Any:
+        """The call's result with each scalar-typed output's 0-d array as a numpy scalar."""
+        if self._single:
+            return self._scalar_outputs[0][1](result[()])
+        result = list(result)
+        for k, make in self._scalar_outputs:
+            result[k] = make(result[k][()])
+        return result
 
     def _call_generic(self, args: Sequence[Any], kwargs: Dict[str, Any]) -> Any:
         """A call with any arguments, through the input specs (keywords, defaults, filters)."""
@@ -1205,6 +1225,10 @@ class _ContainerView:
 
 def _input_filter(spec: In) -> Callable[[Any], Any]:
     vtype, strict, downcast = spec.variable.type, spec.strict, spec.allow_downcast
+    if isinstance(vtype, ScalarType):   # (a scalar's slot is a 0-d tensor's: as_tensor_graph)
+        def filt_scalar(value: Any) -> Any:
+            return np.asarray(vtype.filter(value, strict=strict, allow_downcast=downcast))
+        return filt_scalar
 
     def filt(value: Any) -> Any:
         return vtype.filter(value, strict=strict, allow_downcast=downcast)

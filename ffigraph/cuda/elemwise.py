@@ -386,7 +386,7 @@ class _Kernel:
         lines += ["        }", "        {"]
         body = ["const %s i%d = a.in%d[o%d];" % (c_element_type(comp.in_dtypes[i]), i, i, i) for i in used]
         body += self.program
-        body += ["a.out%d[w%d] = t%d;" % (k, k, j) for k, j in enumerate(comp.outputs)]
+        body += ["a.out%d[w%d] = t%d;" % (k, k, j) for k, j in enumerate(comp.output_steps)]
         lines += indent(body, 3) + ["        }", "    }", "}", ""]
         return "\n".join(lines)
 

@@ -12,8 +12,10 @@ import math
 import numpy as np
 
 from ffigraph.config import config
-from ffigraph.graph.utils import PropsIdentity
+from ffigraph.graph.basic import Apply
+from ffigraph.graph.op import Op
 from ffigraph.scalar import special
+from ffigraph.scalar.type import OPERATOR_OPS, as_scalar, get_scalar_type
 
 # ------------------------------------------------------------------ dtype rules
 
@@ -41,8 +43,23 @@ def _numpy_resolved(ufunc, dtypes):
         return None
 
 
-class ScalarOp(PropsIdentity):
-    """One elementwise operation on scalars; ``Elemwise`` lifts it to arrays.
+class ComplexError(NotImplementedError, TypeError):
+    """An op that has no meaning for complex values was given one (PyTensor's ComplexError)."""
+
+
+# How a scalar op's gradient is built: through its Elemwise's, on 0-d tensors (ffigraph.tensor,
+# a later layer, registers it when it loads)
+_GRADIENT = []
+
+
+def set_gradient_builder(build):
+    """Register ``build(op, inputs, outputs, output_grads)``, the gradient of a scalar-op node."""
+    _GRADIENT[:] = [build]
+
+
+class ScalarOp(Op):
+    """One elementwise operation on scalars; ``Elemwise`` lifts it to arrays, and applied to scalar
+    variables it makes a node of scalars (``add(x, y)``, ``x + y``).
 
     rule: how the output dtype follows from the (promoted) input dtypes::
 
@@ -57,9 +74,13 @@ class ScalarOp(PropsIdentity):
 
     __props__ = ("name",)
 
-    def __init__(self, name, nin, impl, rule, kinds="biufc"):
-        self.name = name
-        self.nin = nin
+    nin = None
+    nout = 1
+
+    def __init__(self, name=None, nin=None, impl=None, rule="numpy", kinds="biufc"):
+        self.name = type(self).__name__.lower() if name is None else name
+        if nin is not None:
+            self.nin = nin
         self.impl = impl
         self.rule = rule
         self.kinds = kinds
@@ -68,7 +89,8 @@ class ScalarOp(PropsIdentity):
         """The output dtype for these input dtypes, or raise TypeError naming the op."""
         for d in dtypes:
             if np.dtype(d).kind not in self.kinds:
-                raise TypeError("%s does not support dtype %s" % (self.name, d))
+                error = ComplexError if np.dtype(d).kind == "c" else TypeError
+                raise error("%s does not support dtype %s" % (self.name, d))
         promoted = upcast(*dtypes)
         if self.rule == "float":
             if self.name == "true_div" and all(np.dtype(d).kind in "biu" for d in dtypes):
@@ -97,6 +119,38 @@ class ScalarOp(PropsIdentity):
     def __str__(self):
         return self.name
 
+    # ---- as an op on scalar variables
+
+    def __call__(self, *inputs, **kwargs):
+        if self.name in _VARIADIC and len(inputs) != 2 and type(self) is _VARIADIC_CLASS[self.name]:
+            if not inputs:
+                raise TypeError("%s needs at least one input" % self.name)
+            result = as_scalar(inputs[0])   # PyTensor's add and mul take any number of inputs
+            for x in inputs[1:]:
+                result = Op.__call__(self, result, x, **kwargs)
+            return result
+        return Op.__call__(self, *inputs, **kwargs)
+
+    def make_node(self, *inputs):
+        if self.nin is not None and len(inputs) != self.nin:
+            raise TypeError("%s takes %d inputs, got %d" % (self.name, self.nin, len(inputs)))
+        inputs = [as_scalar(x) for x in inputs]
+        out_dtype = self.output_dtype([x.type.dtype for x in inputs])
+        return Apply(self, inputs, [get_scalar_type(out_dtype)()])
+
+    def perform(self, node, inputs, output_storage):
+        for cell, out in zip(output_storage, node.outputs):
+            value = self.compute([np.asarray(x) for x in inputs], out.type.numpy_dtype)
+            cell[0] = out.type.numpy_dtype.type(np.asarray(value)[()])
+
+    def L_op(self, inputs, outputs, output_grads):
+        if not _GRADIENT:
+            raise NotImplementedError("the gradient of scalar op %s needs ffigraph.tensor (import it)" % self.name)
+        return _GRADIENT[0](self, inputs, outputs, output_grads)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [() for _ in node.outputs]
+
 
 class Cast(ScalarOp):
     """Conversion to ``dtype`` with C semantics for in-range values (numpy's astype)."""
@@ -104,6 +158,7 @@ class Cast(ScalarOp):
     __props__ = ("name", "dtype")
 
     def __init__(self, dtype):
+        dtype = config.floatX if dtype == "floatX" else np.dtype(dtype).name
         super().__init__("cast_" + dtype, 1, None, "cast")
         self.dtype = dtype
 
@@ -378,10 +433,83 @@ COMPLEX_PARTS = {name: ComplexPart(name) for name in ("real", "imag", "angle")}
 CONJ = ScalarOp("conj", 1, np.conjugate, "same", "c")
 
 
-def _make(name):
+# PyTensor's class of each op of the table, so that ``EQ()`` or ``IntDiv()`` is the op ``eq`` or
+# ``int_div`` (equal to it, and the same C)
+_CLASS_NAMES = {
+    "neg": "Neg", "abs": "Abs", "exp": "Exp", "expm1": "Expm1", "log": "Log", "log1p": "Log1p", "log2": "Log2",
+    "log10": "Log10", "sqrt": "Sqrt", "sqr": "Sqr", "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh",
+    "sigmoid": "Sigmoid", "softplus": "Softplus", "floor": "Floor", "ceil": "Ceil", "round": "Round",
+    "sign": "Sign", "erf": "Erf", "isnan": "IsNan", "isinf": "IsInf", "invert": "Invert", "arcsin": "ArcSin",
+    "arccos": "ArcCos", "arctan": "ArcTan", "sinh": "Sinh", "cosh": "Cosh", "arcsinh": "ArcSinh",
+    "arccosh": "ArcCosh", "arctanh": "ArcTanh", "reciprocal": "Reciprocal", "exp2": "Exp2",
+    "deg2rad": "Deg2Rad", "rad2deg": "Rad2Deg", "trunc": "Trunc", "round_half_to_even": "RoundHalfToEven",
+    "round_half_away_from_zero": "RoundHalfAwayFromZero", "erfc": "Erfc", "erfinv": "Erfinv",
+    "gammaln": "GammaLn", "psi": "Psi", "tri_gamma": "TriGamma", "gamma": "Gamma", "j0": "J0", "j1": "J1",
+    "i0": "I0", "i1": "I1", "erfcx": "Erfcx", "erfcinv": "Erfcinv", "log1mexp": "Log1mexp", "add": "Add",
+    "sub": "Sub", "mul": "Mul", "true_div": "TrueDiv", "int_div": "IntDiv", "mod": "Mod", "pow": "Pow",
+    "maximum": "ScalarMaximum", "minimum": "ScalarMinimum", "eq": "EQ", "neq": "NEQ", "lt": "LT", "le": "LE",
+    "gt": "GT", "ge": "GE", "and": "AND", "or": "OR", "xor": "XOR", "arctan2": "ArcTan2", "hypot": "Hypot",
+    "logaddexp": "LogAddExp", "betaln": "BetaLn", "xlogx": "XlogX", "xlogy0": "XlogY0", "switch": "Switch",
+    "clip": "Clip",
+}
+
+
+def _op_class(name):
+    """The class of table op ``name``: made with no arguments, as PyTensor's (``Add()``)."""
     nin, impl, rule, kinds = SCALAR_TABLE[name]
-    cls = Switch if name == "switch" else ScalarOp
-    return cls(name, nin, impl, rule, kinds)
+    base = Switch if name == "switch" else ScalarOp
+
+    def __init__(self):
+        base.__init__(self, name, nin, impl, rule, kinds)
+
+    cls_name = _CLASS_NAMES[name]
+    return type(cls_name, (base,), {"__init__": __init__, "__module__": __name__, "__qualname__": cls_name,
+                                    "__doc__": "The scalar op ``%s`` (%d input%s)." % (name, nin, "s"[:nin > 1])})
 
 
-SCALAR_OPS = {name: _make(name) for name in SCALAR_TABLE}
+_CLASSES = {name: _op_class(name) for name in SCALAR_TABLE}
+globals().update({cls.__name__: cls for cls in _CLASSES.values()})
+Switch = _CLASSES["switch"]   # (the class PyTensor names; its base above keeps the dtype rule)
+
+SCALAR_OPS = {name: cls() for name, cls in _CLASSES.items()}
+_VARIADIC = ("add", "mul")
+_VARIADIC_CLASS = {name: _CLASSES[name] for name in _VARIADIC}
+
+# the ops of a scalar variable's operators (ffigraph.scalar.type)
+OPERATOR_OPS.update(SCALAR_OPS)
+OPERATOR_OPS["real"] = COMPLEX_PARTS["real"]
+
+
+def cast(x, dtype):
+    """``x`` as a scalar of ``dtype`` ('floatX' is config.floatX); ``x`` itself when it has it."""
+    x = as_scalar(x)
+    dtype = config.floatX if dtype == "floatX" else np.dtype(dtype).name
+    return x if x.type.dtype == dtype else Cast(dtype)(x)
+
+
+OPERATOR_OPS["cast"] = cast
+
+# PyTensor's names of the ops (ffigraph.scalar.basic.add is the op; add(x, y) a scalar variable).
+# Names that are Python builtins (abs, pow, round, bool) are reached as attributes of the module
+# only (module __getattr__), so that this module's own code keeps the builtins.
+_SHADOWING = {"abs": "abs", "pow": "pow", "round": "round"}
+_RENAMED = {"and": "and_", "or": "or_", "maximum": "scalar_maximum", "minimum": "scalar_minimum"}
+globals().update({_RENAMED.get(name, name): op for name, op in SCALAR_OPS.items() if name not in _SHADOWING})
+abs_ = SCALAR_OPS["abs"]
+real, imag, angle = COMPLEX_PARTS["real"], COMPLEX_PARTS["imag"], COMPLEX_PARTS["angle"]
+conj = CONJ
+
+
+def __getattr__(attr):
+    if attr in _SHADOWING:
+        return SCALAR_OPS[_SHADOWING[attr]]
+    if attr == "bool":
+        return get_scalar_type("bool")
+    raise AttributeError("module %r has no attribute %r" % (__name__, attr))
+
+
+__all__ = ["SCALAR_OPS", "SCALAR_TABLE", "ScalarOp", "Cast", "ComplexError", "upcast", "upgrade_to_float",
+           "cast", "abs_", "real", "imag", "angle", "conj", "COMPLEX_PARTS", "CONJ"]
+__all__ += [cls.__name__ for cls in _CLASSES.values()]
+__all__ += [_RENAMED.get(name, name) for name in SCALAR_OPS if name not in _SHADOWING]
+

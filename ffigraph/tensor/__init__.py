@@ -12,6 +12,7 @@ from ffigraph.tensor.advanced_subtensor import (AdvancedIncSubtensor, AdvancedIn
 from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
+from ffigraph.tensor import scalar_graph  # noqa: F401  (scalar ops' gradients; scalar graphs compiled as 0-d)
 from ffigraph.tensor.gradient import Lop, Rop, grad, hessian, jacobian  # noqa: E402  (Theano's T.grad, T.Rop)
 from ffigraph.tensor import nnet, special, xlogx  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, T.xlogx.xlogx)
 from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)

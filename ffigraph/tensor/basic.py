@@ -10,6 +10,7 @@ from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.scalar.basic import SCALAR_OPS, Cast, upcast
+from ffigraph.scalar.type import ScalarType, autocast_dtype, get_scalar_type, set_tensor_converter
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
 from ffigraph.tensor.variable import TensorConstant, TensorVariable
@@ -88,11 +89,12 @@ def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] =
     if isinstance(x, Apply):
         x = x.out
     if isinstance(x, Variable):
+        if isinstance(x.type, ScalarType):
+            x = tensor_from_scalar(x)
         if not isinstance(x.type, TensorType):
             raise TypeError("%s has type %s, not a tensor type" % (x, x.type))
-        # (a tensor variable: its ndim comes from the TensorType, which mypy does not follow)
-        if ndim is not None and x.ndim != ndim:  # type: ignore[attr-defined]
-            raise ValueError("%s has %d dimensions, expected %d" % (x, x.ndim, ndim))  # type: ignore[attr-defined]
+        if ndim is not None and x.ndim != ndim:
+            raise ValueError("%s has %d dimensions, expected %d" % (x, x.ndim, ndim))
         return x if dtype is None else cast(x, dtype)
     if isinstance(x, (list, tuple)) and any(isinstance(e, Variable) for e in _flatten(x)):
         return stack([as_tensor_variable(e) for e in x])
@@ -102,6 +104,60 @@ def as_tensor_variable(x: Any, name: Optional[str] = None, ndim: Optional[int] =
         # a value of a dtype ffigraph has no tensors of (float16): say so, not only "cannot convert"
         why = ": %s" % err if "is not supported" in str(err) else ""
         raise TypeError("cannot convert %r (of type %s) to a tensor%s" % (x, type(x).__name__, why)) from None
+
+
+class TensorFromScalar(Op):
+    """A scalar variable as a 0-d tensor (PyTensor's ``tensor_from_scalar``). ``function`` compiles
+    a scalar as a 0-d slot, so this op goes from a graph before it is linked (nothing to run, in
+    C or Python) and a graph that is linked never holds it: see ``ffigraph.tensor.scalar_graph``."""
+
+    __props__ = ()
+
+    def make_node(self, s):
+        if not isinstance(s, Variable) or not isinstance(s.type, ScalarType):
+            raise TypeError("tensor_from_scalar: %r is not a scalar variable" % (s,))
+        if s.type.dtype == "float16":
+            raise TypeError("tensor_from_scalar: %s is a float16 scalar; ffigraph's tensors have no float16 "
+                            "(cast it to float32 first)" % (s,))
+        return Apply(self, [s], [TensorType(s.type.dtype, ())()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = np.asarray(inputs[0], dtype=node.outputs[0].type.numpy_dtype)
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [()]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [scalar_from_tensor(output_grads[0])]
+
+
+class ScalarFromTensor(Op):
+    """A 0-d tensor variable as a scalar (PyTensor's ``scalar_from_tensor``); compiled as
+    TensorFromScalar is (removed before linking)."""
+
+    __props__ = ()
+
+    def make_node(self, t):
+        t = as_tensor_variable(t)
+        if t.ndim != 0:
+            raise TypeError("scalar_from_tensor: %s has %d dimensions; a scalar comes from a 0-d tensor"
+                            % (t, t.ndim))
+        return Apply(self, [t], [get_scalar_type(t.dtype)()])
+
+    def perform(self, node, inputs, output_storage):
+        output_storage[0][0] = node.outputs[0].type.numpy_dtype.type(np.asarray(inputs[0])[()])
+
+    def infer_shape(self, fgraph, node, input_shapes):
+        return [()]
+
+    def L_op(self, inputs, outputs, output_grads):
+        return [as_tensor_variable(output_grads[0])]
+
+
+tensor_from_scalar = TensorFromScalar()
+scalar_from_tensor = ScalarFromTensor()
+# (the scalar layer's as_scalar turns a 0-d tensor into a scalar through it)
+set_tensor_converter(scalar_from_tensor)
 
 
 def _flatten(seq):
@@ -644,28 +700,13 @@ def arange_length(start, stop, step):
     return max(int(ceil), 0)
 
 
-def _pytensor_number_dtype(value):
-    """The dtype PyTensor gives a Python number (its autocasting, cast_policy 'custom'): an int (or
-    bool) the first of int8, int16, int32, int64 that holds it (uint64 beyond); a float floatX when
-    that is float32, otherwise float32 when float32 holds it exactly, else float64."""
-    value = np.asarray(value)[()]
-    if value.dtype.kind in "biu":
-        for dtype in ("int8", "int16", "int32", "int64"):
-            if np.iinfo(dtype).min <= int(value) <= np.iinfo(dtype).max:
-                return dtype
-        return "uint64"
-    with np.errstate(all="ignore"):
-        exact = np.float32(value) == value
-    return "float32" if config.floatX == "float32" or exact else "float64"
-
-
 def _arange_dtype(args):
     """PyTensor's dtype for arange of these arguments: the upcast of their dtypes (a Python number
     typed as PyTensor types it), then any signed integer widened to int64 and any unsigned one to
     uint64 ("don't be stingy, this leads to overflow"); bools count as int64, as in numpy.
 
     So three float32 scalars give float32 (numpy's arange gives float64), three uint8 ones uint64."""
-    dtypes = [_pytensor_number_dtype(a.data) if getattr(a, "weak", False) else a.dtype for a in args]
+    dtypes = [autocast_dtype(np.asarray(a.data)[()].item()) if getattr(a, "weak", False) else a.dtype for a in args]
     dtype = np.dtype(upcast(*dtypes))
     if dtype.kind in "bi":
         return "int64"
@@ -696,7 +737,7 @@ __all__ = [
     "cast", "switch", "where", "dimshuffle", "transpose", "expand_dims", "alloc", "zeros_like",
     "ones_like", "zeros", "ones", "concatenate", "stack", "TensorType", "TensorVariable",
     "TensorConstant", "Alloc", "Join", "DimShuffle", "Elemwise", "arange", "ARange", "get_vector_length",
-    "NotScalarConstantError",
+    "NotScalarConstantError", "tensor_from_scalar", "scalar_from_tensor", "TensorFromScalar", "ScalarFromTensor",
 ]
 __all__ += [p + k for p in _PREFIXES for k in _KINDS]
 __all__ += ["tensor5", "tensor6", "tensor7", "row", "col"]

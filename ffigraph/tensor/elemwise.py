@@ -112,8 +112,15 @@ class Elemwise(Op):
 
     __props__ = ("scalar_op",)
 
-    def __init__(self, scalar_op):
+    def __init__(self, scalar_op, inplace_pattern=None, name=None, nfunc_spec=None, openmp=None):
+        """PyTensor's signature. ``inplace_pattern`` ({output: input}) is accepted and kept, not
+        obeyed: this op always writes fresh memory, and the inplace rewrite chooses where a loop may
+        reuse an input (so it is not a prop: the op equals the plain one). ``name`` names the op in
+        listings; ``nfunc_spec`` and ``openmp`` have no meaning here."""
         self.scalar_op = scalar_op
+        self.inplace_pattern = dict(inplace_pattern or {})
+        if name is not None:
+            self.name = name
 
     def make_node(self, *inputs):
         from ffigraph.tensor.basic import as_tensor_variable

@@ -454,7 +454,7 @@ def _elemwise_loop(loop, outs, out_ctypes, shape, bounded=False):
     pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % loop.ins[i]))
                 for i in range(comp.nin)]
     pointers += [(out_ctypes[k], "q%d" % k, ("ost%d" % k, "%s.data" % outs[k])) for k in range(len(outs))]
-    step_of_output = {j: k for k, j in enumerate(comp.outputs)}
+    step_of_output = {j: k for k, j in enumerate(comp.output_steps)}
 
     def inner_loop(last):
         targets = {j: ("q%d_%d" % (k, last), loop.last_stride("ost", k)) for j, k in step_of_output.items()}
@@ -481,7 +481,7 @@ def _scalar_steps(loop, outs, out_ctypes):
     for j, (sop, args, dt) in enumerate(comp.steps):
         lines.append("%s t%d[1];   /* t%d = %s */" % (loop.step_ctypes[j], j, j, loop._describe(sop, args)))
         lines += loop._step_loop(j, sop, args, dt)
-    lines += ["*(%s *)%s.data = t%d[0];" % (ct, out, j) for out, ct, j in zip(outs, out_ctypes, comp.outputs)]
+    lines += ["*(%s *)%s.data = t%d[0];" % (ct, out, j) for out, ct, j in zip(outs, out_ctypes, comp.output_steps)]
     lines.append("(void)m; (void)j;")
     return ["{"] + ["    " + ln for ln in lines] + ["}"]
 
@@ -557,7 +557,7 @@ def _reduce_loop(op, loop, ins, out, at, bounded=False):
     inner.append("if (ffg_size(%d, shape) > 0) {" % nd)
     pointers = [("const " + loop.in_ctypes[i], "p%d" % i, ("st%d" % i, "%s.data" % ins[i])) for i in range(comp.nin)]
     pointers.append((at, "q", ("ost", "acc_data")))
-    result = comp.outputs[0]
+    result = comp.output_steps[0]
 
     def inner_loop(last):
         reduced_last = nd == 0 or (nd - 1) in axes

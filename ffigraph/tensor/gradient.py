@@ -30,6 +30,8 @@ import numpy as np
 from ffigraph.graph.basic import Variable
 from ffigraph.graph.type import Type
 from ffigraph.graph.basic import ancestors, clone_replace, io_toposort
+from ffigraph.scalar.type import ScalarType
+from ffigraph.tensor.type import TensorType
 from ffigraph.tensor.grad_ops import (GradClip, GradScale, consider_constant_, disconnected_grad_, undefined_grad_,
                                       zero_grad_)
 
@@ -168,7 +170,7 @@ def grad(cost: Optional[Variable], wrt: Any, consider_constant: Optional[Iterabl
     null_gradients
         'raise' or 'return' an undefined (NullType) gradient.
     """
-    from ffigraph.tensor.basic import as_tensor_variable
+    from ffigraph.tensor.basic import as_tensor_variable, scalar_from_tensor
 
     _check_choice("disconnected_inputs", disconnected_inputs, ("raise", "warn", "ignore"))
     _check_choice("return_disconnected", return_disconnected, ("zero", "none", "disconnected"))
@@ -184,6 +186,11 @@ def grad(cost: Optional[Variable], wrt: Any, consider_constant: Optional[Iterabl
     grads, reached = _backpropagate(seeds, wrt_list, blocked)
     results = [_final_gradient(w, grads, reached, disconnected_inputs, return_disconnected,
                                null_gradients) for w in wrt_list]
+    # a scalar variable's gradient is a scalar (the terms are 0-d tensors: scalar ops differentiate
+    # through their Elemwise, ffigraph/tensor/scalar_graph.py)
+    results = [scalar_from_tensor(g) if isinstance(w.type, ScalarType) and isinstance(getattr(g, "type", None),
+                                                                                       TensorType) else g
+               for w, g in zip(wrt_list, results)]
     if add_names and getattr(cost, "name", None):
         for w, g in zip(wrt_list, results):
             if w.name and g is not None and g.name is None and g.owner is not None:
