@@ -6,7 +6,7 @@ compile them with ``function`` and share state with ``shared``.
 import logging
 
 from ffigraph.config import config
-from ffigraph.compile import DebugMode, In, Mode, MonitorMode, NanGuardMode, Out, function, shared
+from ffigraph.compile import DebugMode, In, Mode, MonitorMode, NanGuardMode, OpFromGraph, Out, function, shared
 from ffigraph.graph import Apply, Constant, FunctionGraph, Op, Type, Variable, clone_replace, graph_replace
 from ffigraph.gradient import Lop, Rop, grad, hessian, jacobian, verify_grad
 # the subpackages users reach as attributes (``ffigraph.tensor.dvector``, ``ffigraph.printing.debugprint``);
@@ -60,7 +60,7 @@ __version__ = "0.1.0"
 # ``clone_replace`` (ffigraph.graph.clone copies the graph between given inputs and outputs instead)
 clone = clone_replace
 
-__all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode",
+__all__ = ["config", "function", "shared", "In", "Out", "Mode", "DebugMode", "NanGuardMode", "MonitorMode", "OpFromGraph",
            "Apply", "Constant", "FunctionGraph", "Op", "Type", "Variable", "clone", "clone_replace",
            "graph_replace", "grad", "Lop", "Rop", "jacobian", "hessian",
            "verify_grad",

@@ -1,5 +1,6 @@
 """Compiling graphs into callables: ``function``, ``Mode``, ``In``/``Out``, ``shared``."""
 from ffigraph.compile.function import Function, function
+from ffigraph.compile.builders import OpFromGraph
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import Mode, get_mode, predefined_linkers, predefined_modes, register_linker, register_mode
 from ffigraph.compile.debugmode import DebugMode  # registers the "DebugMode" mode name

@@ -26,6 +26,7 @@ from ffigraph.compile.io import In, Out, type_mismatch
 from ffigraph.compile.mode import Mode, get_mode
 from ffigraph.tensor.generic_ops import deep_copy_op
 from ffigraph.tensor.scalar_graph import as_tensor_graph
+from ffigraph.compile.builders import inline_graphs, put_in_place
 from ffigraph.scalar.type import ScalarType
 from ffigraph.compile.profiling import CompileTimes, ProfileStats, compile_phase, print_at_exit, \
     recording_compile_times
@@ -88,8 +89,15 @@ def function(inputs: Optional[Sequence[Union[Variable, In]]],
              mode: Union[Mode, str, None] = None,
              name: Optional[str] = None, trust_input: bool = False, allow_input_downcast: Optional[bool] = None,
              on_unused_input: str = "raise", profile: Optional[bool] = None,
-             no_default_updates: Union[bool, Iterable[SharedVariable]] = False) -> Function:
+             no_default_updates: Union[bool, Iterable[SharedVariable]] = False,
+             rebuild_strict: bool = True, accept_inplace: bool = False) -> Function:
     """Compile a callable computing ``outputs`` from ``inputs``.
+
+    The third positional argument may also be the mode, in Theano's and PyTensor's order
+    ``function(inputs, outputs, mode, updates, givens)`` (a Mode or a mode name is never updates).
+    rebuild_strict: as PyTensor's, whether a ``givens`` replacement must have the type of what it
+    replaces (False: the nodes that read it are made again, with the types that follow).
+    accept_inplace: accepted for PyTensor's signature (graphs with inplace nodes are always taken).
 
     inputs: free variables or In specs; an input may also be an intermediate variable of the
     graph, which cuts the graph there, as in Theano and PyTensor: its value is given, and what
@@ -107,6 +115,8 @@ def function(inputs: Optional[Sequence[Union[Variable, In]]],
     variable the graph reads is applied after each call, unless ``updates`` has
     one for it; True applies none, a list of shared variables skips those.
     """
+    if isinstance(updates, (Mode, str)):   # function(inputs, outputs, mode, updates, givens)
+        updates, givens, mode = givens, mode, updates
     if profile is None:
         profile, from_config = config.profile, config.profile
     elif isinstance(profile, bool):
@@ -116,13 +126,14 @@ def function(inputs: Optional[Sequence[Union[Variable, In]]],
     times = CompileTimes()
     with recording_compile_times(times):
         f = _compile(inputs, outputs, updates, givens, mode, name, trust_input, allow_input_downcast,
-                     on_unused_input, profile, no_default_updates)
+                     on_unused_input, profile, no_default_updates, rebuild_strict)
     f.maker.compile_times = times
     f.maker.settings = config.snapshot()   # the settings it was compiled under (a pickle carries them)
     # what pickling the function keeps: the arguments, to compile it again where it is unpickled
     f._recipe = dict(inputs=inputs, outputs=outputs, updates=updates, givens=givens, mode=mode, name=name,
                      trust_input=trust_input, allow_input_downcast=allow_input_downcast,
-                     on_unused_input=on_unused_input, profile=bool(profile), no_default_updates=no_default_updates)
+                     on_unused_input=on_unused_input, profile=bool(profile), no_default_updates=no_default_updates,
+                     rebuild_strict=rebuild_strict)
     if profile:
         f.profile.compile_times = times  # type: ignore[union-attr]  # a ProfiledFunction's
         if from_config:
@@ -132,7 +143,7 @@ def function(inputs: Optional[Sequence[Union[Variable, In]]],
 
 def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, name: Optional[str],
              trust_input: bool, allow_input_downcast: Optional[bool], on_unused_input: str, profile: bool,
-             no_default_updates: Any = False) -> Function:
+             no_default_updates: Any = False, rebuild_strict: bool = True) -> Function:
     ins = _normalise_inputs(inputs, allow_input_downcast)
     outs, single = _normalise_outputs(outputs)
     upd = _normalise_updates(updates)
@@ -148,11 +159,11 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
     # shared variables' updates
     in_upd = _normalise_input_updates(ins)
     in_upd_values = [v for _, v in in_upd]
-    given_pairs = _normalise_givens(givens, cut) if givens else []
+    given_pairs = _normalise_givens(givens, cut, rebuild_strict) if givens else []
     if given_pairs:   # an intermediate input stays itself in the copy givens make: still cut there
         given_pairs += [(v, v) for v in cut if v.owner is not None]
     if given_pairs:
-        replaced = clone_replace(out_vars + upd_values + in_upd_values, given_pairs)
+        replaced = clone_replace(out_vars + upd_values + in_upd_values, given_pairs, strict=rebuild_strict)
         n_out, n_upd = len(out_vars), len(upd_values)
         out_vars, upd_values = replaced[:n_out], replaced[n_out:n_out + n_upd]
         in_upd_values = replaced[n_out + n_upd:]
@@ -165,13 +176,17 @@ def _compile(inputs: Any, outputs: Any, updates: Any, givens: Any, mode: Any, na
     shared_vars = _implicit_shared(computed, [s for s, _ in upd], cut)
     _check_inputs_cover_graph(ins, shared_vars, computed, on_unused_input)
     # (Any: the compile layer adds attributes that the linkers read: mutable_inputs, update_slots, ...)
-    # a scalar variable is a 0-d slot: scalar graphs compile as graphs of 0-d tensors
-    graph_inputs, computed = as_tensor_graph([i.variable for i in ins] + shared_vars, computed)
+    # OpFromGraph(inline=True) nodes are their inner graphs from here on; and a scalar variable is a
+    # 0-d slot: scalar graphs compile as graphs of 0-d tensors
+    free_inputs: List[Variable] = [i.variable for i in ins]
+    graph_inputs, computed = inline_graphs(free_inputs + list(shared_vars), computed)
+    graph_inputs, computed = as_tensor_graph(graph_inputs, computed)
     fgraph: Any = FunctionGraph(graph_inputs, computed)
     fgraph.mutable_inputs = {fgraph.inputs[k] for k, spec in enumerate(ins) if spec.mutable}
     mode = get_mode(mode)
     with compile_phase("rewrite"):
         mode.optimize(fgraph)
+        put_in_place(fgraph, mode, _rewrite_graph_to_place)
         _prepare_inner_graphs(fgraph, mode)
         # a function owns its shared variables' storage: to the aliasing rule they are lent inputs,
         # as PyTensor's implicit In(shared, borrow=True)
@@ -470,7 +485,8 @@ def _default_updates(variables: List[Variable], explicit: List[SharedVariable], 
     return found
 
 
-def _normalise_givens(givens: Any, inputs: Sequence[Variable] = ()) -> List[Tuple[Variable, Variable]]:
+def _normalise_givens(givens: Any, inputs: Sequence[Variable] = (),
+                      strict: bool = True) -> List[Tuple[Variable, Variable]]:
     pairs = list(givens.items()) if isinstance(givens, dict) else list(givens)
     out = []
     for old, new in pairs:
@@ -483,8 +499,9 @@ def _normalise_givens(givens: Any, inputs: Sequence[Variable] = ()) -> List[Tupl
                                "function([x], clone_replace(f(x), {x: g(x)}))" % (old,))
         if not isinstance(new, Variable):
             new = _as_variable(new, "givens replacement for %s" % (old,))
-        if old.type.convert_variable(new) is None:
-            raise TypeError("givens: %s (type %s) cannot replace %s (type %s)" % (new, new.type, old, old.type))
+        if strict and old.type.convert_variable(new) is None:
+            raise TypeError("givens: %s (type %s) cannot replace %s (type %s) (rebuild_strict=False lets the "
+                            "nodes that read it take the types that follow)" % (new, new.type, old, old.type))
         out.append((old, new))
     return out
 
@@ -562,7 +579,18 @@ def _rewrite_inner_graph(fgraph: FunctionGraph, mode: Union[Mode, str, None]) ->
     """An inner graph rewritten like a function's: the mode's rewrites, then the copies that keep
     its outputs from sharing memory with each other, constants or freed intermediates."""
     get_mode(mode).optimize(fgraph)
+    put_in_place(fgraph, mode, _rewrite_graph_to_place)
     _insert_deepcopy(fgraph, [True] * len(fgraph.outputs))
+
+
+def _rewrite_graph_to_place(fgraph: FunctionGraph, mode: Union[Mode, str, None]) -> None:
+    """An OpFromGraph's inner graph rewritten to take its node's place in a rewritten graph: the
+    mode's rewrites (its own OpFromGraph nodes put in place), then a copy of each output that could
+    share memory with an input, a constant or another output (the graph around the node was
+    rewritten taking its outputs for fresh memory)."""
+    get_mode(mode).optimize(fgraph)
+    put_in_place(fgraph, mode, _rewrite_graph_to_place)
+    _insert_deepcopy(fgraph, [False] * len(fgraph.outputs), [False] * len(fgraph.inputs))
 
 
 def _insert_deepcopy(fgraph: FunctionGraph, borrow_flags: List[bool],
@@ -1105,6 +1133,28 @@ class Function:
     def dprint(self, **kwargs: Any) -> Any:
         """``ffigraph.printing.debugprint(self, **kwargs)``: the rewritten graph, as PyTensor's."""
         return debug_print(self, **kwargs)
+
+    # ---- PyTensor's Function attributes
+
+    def get_shared(self) -> List[SharedVariable]:
+        """The shared variables this function reads or updates (PyTensor's ``get_shared``)."""
+        return list(self._shared_vars)
+
+    def free(self) -> None:
+        """PyTensor's ``free`` (drop the intermediate values a function kept with allow_gc=False):
+        nothing to do, since no value outlives a call here (the outputs' cells are emptied too)."""
+        for cell in self._output_cells:
+            cell[0] = None
+
+    @property
+    def vm(self) -> Any:
+        """What runs the compiled graph (PyTensor's ``Function.vm``): the linker's thunk."""
+        return self._thunk
+
+    @property
+    def unpack_single(self) -> bool:
+        """True when the function returns its one output alone, not in a list (``function(i, x)``)."""
+        return self._single
 
     def info(self) -> str:
         """Which linker ran, and how each node runs."""

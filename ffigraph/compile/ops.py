@@ -18,5 +18,8 @@ from ffigraph.tensor.generic_ops import (  # noqa: F401
     view_op,
 )
 
-__all__ = ["DeepCopyOp", "Shape", "Shape_i", "ViewOp", "deep_copy_op", "register_deep_copy_op_c_code",
+from ffigraph.compile.builders import FromFunctionOp, as_op  # noqa: E402  (PyTensor's and Theano's compile.ops.as_op)
+
+__all__ = ["DeepCopyOp", "Shape", "Shape_i", "ViewOp", "deep_copy_op", "register_deep_copy_op_c_code", "as_op",
+           "FromFunctionOp",
            "register_shape_c_code", "register_shape_i_c_code", "register_view_op_c_code", "shape", "view_op"]

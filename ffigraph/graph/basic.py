@@ -466,13 +466,23 @@ def clone_replace(output, replace=None, strict=True, share_inputs=True):
 def _rebuild(outputs, memo):
     """{old: new} for the graph of ``outputs`` over the replacements in ``memo``, each node whose
     inputs changed made again by its op (the types that follow from the new inputs)."""
-    for node in io_toposort([v for v in memo], outputs):
+    return rebuild_graph(list(memo), outputs, memo)
+
+
+def rebuild_graph(inputs, outputs, memo, substitute=None):
+    """{old: new} for the graph from ``inputs`` to ``outputs`` over the replacements in ``memo``
+    (filled in place): ``substitute(node, new_inputs)`` may give a node's new outputs (None: it
+    does not); otherwise a node whose inputs changed is made again by its op (the types that follow
+    from the new inputs), and the others stay."""
+    for node in io_toposort(inputs, outputs):
         new_inputs = [memo.get(v, v) for v in node.inputs]
-        if all(n is o for n, o in zip(new_inputs, node.inputs)):
-            continue
-        same_types = all(n.type == o.type for n, o in zip(new_inputs, node.inputs))
-        new_node = node.clone_with_new_inputs(new_inputs, strict=same_types)
-        for old, new in zip(node.outputs, new_node.outputs):
+        new_outputs = substitute(node, new_inputs) if substitute is not None else None
+        if new_outputs is None:
+            if all(n is o for n, o in zip(new_inputs, node.inputs)):
+                continue
+            same_types = all(n.type == o.type for n, o in zip(new_inputs, node.inputs))
+            new_outputs = node.clone_with_new_inputs(new_inputs, strict=same_types).outputs
+        for old, new in zip(node.outputs, new_outputs):
             memo[old] = new
     for v in outputs:
         memo.setdefault(v, v)

@@ -12,7 +12,7 @@ The gradient of a scalar-op node is its Elemwise's, taken on 0-d tensors
 """
 from __future__ import annotations
 
-from ffigraph.graph.basic import Constant, ancestors, io_toposort
+from ffigraph.graph.basic import Constant, ancestors, rebuild_graph
 from ffigraph.scalar.basic import ScalarOp, set_gradient_builder
 from ffigraph.scalar.composite import Composite
 from ffigraph.scalar.type import ScalarType
@@ -61,26 +61,22 @@ def as_tensor_graph(inputs, outputs):
                 if isinstance(var, Constant) and _is_scalar(var) else var
         return found
 
-    for node in io_toposort(inputs, outputs):
-        new_inputs = [lowered(v) for v in node.inputs]
+    def substitute(node, new_inputs):
+        new_inputs = [lowered(v) for v in new_inputs]
         op = node.op
         if isinstance(op, (TensorFromScalar, ScalarFromTensor)):
-            memo[node.outputs[0]] = new_inputs[0]
-            continue
+            return new_inputs
         if isinstance(op, (ScalarOp, Composite)) and all(_is_scalar(o) for o in node.outputs):
-            new_outputs = _tensor_form(op, new_inputs)
-            for old, new in zip(node.outputs, new_outputs):
+            new_outputs = []
+            for old, new in zip(node.outputs, _tensor_form(op, new_inputs)):
                 # (Elemwise types as the scalar op does; a cast keeps the scalar's dtype if not)
-                memo[old] = new if new.type.dtype == old.type.dtype else cast(new, old.type.dtype)
-                if old.name is not None:
-                    memo[old].name = old.name
-            continue
-        if any(n is not o for n, o in zip(new_inputs, node.inputs)):
-            same_types = all(n.type == o.type for n, o in zip(new_inputs, node.inputs))
-            new_node = node.clone_with_new_inputs(new_inputs, strict=same_types)
-            for old, new in zip(node.outputs, new_node.outputs):
-                memo[old] = new
+                new = new if new.type.dtype == old.type.dtype else cast(new, old.type.dtype)
                 new.name = old.name
+                new_outputs.append(new)
+            return new_outputs
+        return None   # (another op: made again when its inputs changed; only these read scalars)
+
+    rebuild_graph(inputs, outputs, memo, substitute)
     return [memo[v] for v in inputs], [lowered(v) for v in outputs]
 
 

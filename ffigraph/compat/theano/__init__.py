@@ -119,6 +119,7 @@ MODULES: Dict[str, Optional[Tuple[Target, ...]]] = {
     "theano.compile.nanguardmode": ("ffigraph.compile.nanguardmode",),
     "theano.compile.monitormode": ("ffigraph.compile.monitormode",),
     "theano.compile.ops": ("ffigraph.compile.ops",),
+    "theano.compile.builders": ("ffigraph.compile.builders",),
     "theano.compile.profiling": ("ffigraph.compile.profiling",),
 }
 
