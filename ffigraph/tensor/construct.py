@@ -12,6 +12,8 @@ import numpy as np
 
 from ffigraph.tensor.basic import (alloc, arange, as_tensor_variable, cast, constant, expand_dims, normalize_axis,
                                    switch, zeros)
+from ffigraph.tensor.diagonal import (ExtractDiag, FillDiagonal, FillDiagonalOffset, _diagonal_slice,  # noqa: F401
+                                      diagonal, fill_diagonal, fill_diagonal_offset)
 from ffigraph.tensor.layout import _int64_scalar, _size_list, broadcast_arrays, moveaxis
 from ffigraph.tensor.type import normalize_dtype
 
@@ -71,42 +73,6 @@ def triu(m, k=0):
     return switch(mask, constant(np.zeros((), dtype=m.dtype)), m)
 
 
-def _diagonal_slice(n_cols, offset, length):
-    """The slice of a flattened (rows, n_cols) block that walks its diagonal ``offset``
-    (``length`` elements): start at the offset's first element, step one row and one column."""
-    from ffigraph.tensor.math import add, mul
-
-    step = add(n_cols, 1)
-    start = offset if not isinstance(offset, (int, np.integer)) else None
-    if isinstance(offset, (int, np.integer)):
-        start = constant(int(offset), dtype="int64") if offset >= 0 else mul(constant(-int(offset), dtype="int64"),
-                                                                           n_cols)
-    return slice(start, add(start, mul(length, step)), step)
-
-
-def diagonal(a, offset=0, axis1=0, axis2=1):
-    """``numpy.diagonal``: the diagonal ``offset`` of the 2-d slices given by ``axis1`` and ``axis2``,
-    those axes removed and the diagonal added as the last axis."""
-    from ffigraph.tensor.math import maximum, minimum, sub
-    from ffigraph.tensor.shapes import reshape, shape_i
-
-    a = as_tensor_variable(a)
-    if a.ndim < 2:
-        raise ValueError("diagonal: %s has %d dimensions; it needs at least 2" % (a, a.ndim))
-    if not isinstance(offset, (int, np.integer)):
-        raise TypeError("diagonal: offset must be an int, got %r" % (offset,))
-    offset = int(offset)
-    a1, a2 = normalize_axis(axis1, a.ndim, "diagonal"), normalize_axis(axis2, a.ndim, "diagonal")
-    if a1 == a2:
-        raise ValueError("diagonal: axis1 and axis2 cannot be the same (%d)" % a1)
-    rest = [d for d in range(a.ndim) if d not in (a1, a2)]
-    moved = a.dimshuffle(*(rest + [a1, a2]))
-    n_rows, n_cols = shape_i(a, a1), shape_i(a, a2)
-    length = maximum(minimum(sub(n_rows, max(-offset, 0)), sub(n_cols, max(offset, 0))), 0)
-    flat = reshape(moved, [shape_i(a, d) for d in rest] + [n_rows * n_cols], ndim=len(rest) + 1)
-    return flat[(slice(None),) * len(rest) + (_diagonal_slice(n_cols, offset, length),)]
-
-
 def diag(v, k=0):
     """``numpy.diag``: a vector ``v`` gives a square matrix with ``v`` on diagonal ``k``; a matrix
     gives its diagonal ``k``."""
@@ -131,38 +97,6 @@ def diag(v, k=0):
 def trace(a, offset=0, axis1=0, axis2=1):
     """``numpy.trace``: the sums along the diagonals of ``a`` (see diagonal)."""
     return diagonal(a, offset, axis1, axis2).sum(axis=-1)
-
-
-def fill_diagonal(a, val):
-    """PyTensor's ``fill_diagonal``: ``a`` (2-d, or n-d with all lengths equal) with ``val`` (a
-    scalar, cast to ``a``'s dtype) on its main diagonal; numpy's rule for tall matrices (no wrap)."""
-    from ffigraph.tensor.layout import specify_shape
-    from ffigraph.tensor.math import add, mul
-    from ffigraph.tensor.shapes import flatten, reshape, shape, shape_i
-    from ffigraph.tensor.subtensor import set_subtensor
-
-    a = as_tensor_variable(a)
-    val = as_tensor_variable(val)
-    if a.ndim < 2:
-        raise ValueError("fill_diagonal: %s has %d dimensions; it needs at least 2" % (a, a.ndim))
-    if val.ndim != 0:
-        raise TypeError("fill_diagonal: val must be a scalar, got %s with %d dimensions" % (val, val.ndim))
-    val = cast(val, a.dtype)
-    flat = flatten(a, 1)
-    if a.ndim == 2:
-        n_cols = shape_i(a, 1)
-        step = add(n_cols, 1)
-        index = slice(None, mul(n_cols, n_cols), step)
-    else:
-        # all lengths equal (checked); the step 1 + n + n**2 + ... visits (i, i, ..., i)
-        n = shape_i(a, 0)
-        flat = flatten(specify_shape(a, [n] * a.ndim), 1)
-        step, power = constant(1, dtype="int64"), constant(1, dtype="int64")
-        for _ in range(a.ndim - 1):
-            power = mul(power, n)
-            step = add(step, power)
-        index = slice(None, None, step)
-    return reshape(set_subtensor(flat[index], val), shape(a), ndim=a.ndim)
 
 
 # ------------------------------------------------------------------ ranges
@@ -346,5 +280,6 @@ ogrid = _NdGrid(sparse=True)
 
 __all__ = [
     "eye", "identity_like", "tri", "tril", "triu", "diag", "diagonal", "trace", "fill_diagonal",
+    "fill_diagonal_offset", "ExtractDiag", "FillDiagonal", "FillDiagonalOffset",
     "linspace", "logspace", "geomspace", "full", "full_like", "empty", "outer", "mgrid", "ogrid",
 ]

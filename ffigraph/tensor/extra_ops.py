@@ -37,6 +37,8 @@ from ffigraph.tensor.math import reduce_sum_dtype
 from ffigraph.tensor.raise_op import CheckAndRaise
 from ffigraph.tensor.subtensor import set_subtensor
 from ffigraph.tensor.type import TensorType
+# (PyTensor's extra_ops names of the diagonal-filling ops; ffigraph.tensor lists them with construct's)
+from ffigraph.tensor.diagonal import FillDiagonal, FillDiagonalOffset, fill_diagonal, fill_diagonal_offset  # noqa: F401
 
 __all__ = ["CumOp", "cumsum", "cumprod", "diff", "SearchsortedOp", "searchsorted", "BinCountOp", "bincount",
            "Unique", "unique", "argwhere", "median", "ptp", "unravel_index", "ravel_multi_index"]

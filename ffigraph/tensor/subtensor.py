@@ -155,6 +155,71 @@ def _symbolic_slice_length(parts, n):
     return switch(gt(step, 0), pos, switch(ge(step, 0), zero, negv))
 
 
+def _canonical_constant(theslice, length):
+    start, stop, step = theslice.indices(length)
+    if step > 0:
+        return slice(start, max(stop, start), step), 1
+    count = len(range(start, stop, step))
+    if count == 0:
+        return slice(0, 0, 1), 1
+    return slice(start + (count - 1) * step, start + 1, -step), -1
+
+
+def get_canonical_form_slice(theslice, length):
+    """PyTensor's ``get_canonical_form_slice``: ``(canonical, direction)`` where ``canonical`` is a
+    slice with ``0 <= start <= stop <= length`` and ``step > 0`` and ``direction`` is 1 or -1, such
+    that ``x[canonical][::direction]`` is ``x[theslice]`` for an axis of ``length``; an integer index
+    gives ``(its non-negative form, 1)``. Python ints give ints; symbolic parts give int64 scalars
+    (and a symbolic direction when the step is symbolic)."""
+    from ffigraph.tensor.basic import as_tensor_variable, switch
+    from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum
+
+    def part(v):
+        if v is None or isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            return v if v is None else int(v)
+        v = as_tensor_variable(v)
+        if v.ndim != 0 or np.dtype(v.dtype).kind not in "iu":
+            raise ValueError("get_canonical_form_slice: %s is not an integer scalar" % (v,))
+        return v
+
+    n = part(length)
+    if not isinstance(theslice, slice):
+        idx = part(theslice)
+        if idx is None:
+            raise ValueError("get_canonical_form_slice: %r is not a slice or an integer index" % (theslice,))
+        if isinstance(idx, int) and isinstance(n, int):
+            return (idx if idx >= 0 else idx + n), 1
+        return switch(lt(idx, 0), idx + n, idx), 1
+    start, stop, step = part(theslice.start), part(theslice.stop), part(theslice.step)
+    step = 1 if step is None else step
+    if isinstance(step, int) and step == 0:
+        raise ValueError("get_canonical_form_slice: slice step cannot be zero")
+    if all(isinstance(v, int) or v is None for v in (start, stop)) and isinstance(step, int) and isinstance(n, int):
+        return _canonical_constant(slice(start, stop, step), n)
+    n = as_tensor_variable(n) if isinstance(n, int) else n
+
+    def norm(v, lo, hi):
+        v = switch(lt(v, 0), v + n, v)
+        return minimum(maximum(v, lo), hi)
+
+    # a positive step: Python's clamping to [0, n], stop not before start
+    p_start = as_tensor_variable(0) if start is None else norm(start, 0, n)
+    p_stop = n if stop is None else norm(stop, 0, n)
+    forward = (p_start, maximum(p_stop, p_start), step)
+    # a negative step: the elements start, start + step, ... after stop, walked back from the last
+    n_start = n - 1 if start is None else norm(start, -1, n - 1)
+    n_stop = as_tensor_variable(-1) if stop is None else norm(stop, -1, n - 1)
+    stride = -step if isinstance(step, int) else switch(lt(step, 0), -step, 1)   # (never a division by 0)
+    count = maximum(int_div(n_start - n_stop + stride - 1, stride), 0)
+    some = gt(count, 0)
+    backward = (switch(some, n_start + (count - 1) * (-stride), 0), switch(some, n_start + 1, 0), stride)
+    if isinstance(step, int):
+        return (slice(*forward), 1) if step > 0 else (slice(*backward), -1)
+    positive = ge(step, 0)
+    return (slice(*[switch(positive, f, b) for f, b in zip(forward, backward)]),
+            switch(lt(step, 0), -1, 1))
+
+
 def _index_part(p, what):
     """A slice/int part: Python ints stay, symbolic integer scalars become "?"."""
     if p is None:

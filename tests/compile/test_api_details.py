@@ -74,3 +74,25 @@ def test_inc_subtensor_flags(linker):
     np.testing.assert_array_equal(replaced_too, ref)
     np.testing.assert_array_equal(sliced, [10.0, 21.0, 32.0, 40.0])
     assert xv.tolist() == [10.0, 20.0, 30.0, 40.0]                  # inplace: the input is never written
+
+
+def test_function_in_pytensor_argument_order_and_its_attributes():
+    x = T.dvector("x")
+    s = ffigraph.shared(np.ones(2), "s")
+    # Theano's and PyTensor's positional order: (inputs, outputs, mode, updates, givens)
+    y = T.dvector("y")
+    f = function([x], x + s + y, Mode(linker="py"), [(s, s * 2)], [(y, x * 10)])
+    np.testing.assert_array_equal(f(np.array([1.0, 2.0])), [1 + 1 + 10, 2 + 1 + 20])
+    np.testing.assert_array_equal(s.get_value(), [2.0, 2.0])
+    assert f.get_shared() == [s] and f.unpack_single and f.vm is not None
+    f.free()   # (nothing is kept between calls; it still works)
+    np.testing.assert_array_equal(f(np.zeros(2)), [2.0, 2.0])
+    assert not function([x], [x * 2]).unpack_single
+    # rebuild_strict=False: a replacement of another type is taken, the graph rebuilt over it
+    v = T.fvector("v")
+    with pytest.raises(TypeError, match="rebuild_strict"):
+        function([v], x * 2, givens=[(x, v)])
+    g = function([v], T.exp(x), givens=[(x, v)], rebuild_strict=False)
+    got = g(np.array([0.0, 1.0], np.float32))
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, np.exp(np.float32([0.0, 1.0])), rtol=1e-6)

@@ -244,7 +244,7 @@ def test_construction_more_dtypes_empty_and_0d():
     _raises(ValueError, lambda: T.diag(s), "diag", "0 dimensions")
     for fn in (T.diagonal, T.trace, T.tril, T.triu):
         _raises(ValueError, lambda: fn(s), "0 dimensions", "at least 2")
-    _raises(ValueError, lambda: T.fill_diagonal(v, 1), "fill_diagonal", "1 dimensions")
+    _raises(TypeError, lambda: T.fill_diagonal(v, 1), "fill_diagonal", "1 dimensions")   # (PyTensor: TypeError)
     _raises(TypeError, lambda: T.eye(v), "number of rows", "integer scalar")
     _raises(TypeError, lambda: T.linspace(0, 1, v), "linspace: num", "integer scalar")
 

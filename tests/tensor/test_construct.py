@@ -46,6 +46,10 @@ def test_construct_values(dtype):
          lambda m, v, t, n, k: np.diagonal(t, -1, -1, 1)),
         ("fill_diagonal", lambda m, v, t, n, k: T.fill_diagonal(m, 1), lambda m, v, t, n, k: _filled(m, 1)),
         ("fill_diagonal wide", lambda m, v, t, n, k: T.fill_diagonal(m.T, 0), lambda m, v, t, n, k: _filled(m.T, 0)),
+        ("fill_diagonal_offset", lambda m, v, t, n, k: T.fill_diagonal_offset(m, 1, k),
+         lambda m, v, t, n, k: _filled_offset(m, 1, k)),
+        ("fill_diagonal_offset wide", lambda m, v, t, n, k: T.fill_diagonal_offset(m.T, 0, -k),
+         lambda m, v, t, n, k: _filled_offset(m.T, 0, -k)),
         ("full", lambda m, v, t, n, k: T.full((2, n), np.asarray(1, dtype=dtype)),
          lambda m, v, t, n, k: np.full((2, n), np.asarray(1, dtype=dtype))),
         ("full dtype", lambda m, v, t, n, k: T.full(n, 3, dtype=dtype),
@@ -64,6 +68,15 @@ def test_construct_values(dtype):
     full = (_sample(dtype, (4, 3), rng), _sample(dtype, (3,), rng), _sample(dtype, (2, 3, 4), rng), 3, 1)
     empty = (_sample(dtype, (0, 3), rng), _sample(dtype, (0,), rng), _sample(dtype, (2, 0, 4), rng), 0, -2)
     run_cases(syms, cases, [full, empty])
+
+
+def _filled_offset(a, val, offset):
+    """``a`` with ``val`` where column - row is ``offset`` (written by rows and columns)."""
+    a = np.array(a, copy=True)
+    for i in range(a.shape[0]):
+        if 0 <= i + offset < a.shape[1]:
+            a[i, i + offset] = val
+    return a
 
 
 def _filled(a, val):
@@ -123,7 +136,8 @@ def test_construct_grads():
     """One verify_grad under the C linker through the differentiable construction functions."""
     def fun(m, v, val):
         parts = [T.diag(v), T.diag(v, -2), T.diag(m), T.diagonal(m, 1), T.trace(m, -1), T.tril(m), T.triu(m, 1),
-                 T.outer(v, m), T.fill_diagonal(m, val.sum()), T.full_like(m, 2.0) * m, T.eye(3, 4) * m]
+                 T.outer(v, m), T.fill_diagonal(m, val.sum()), T.full_like(m, 2.0) * m, T.eye(3, 4) * m,
+                 T.fill_diagonal_offset(m, val[0], 1), T.fill_diagonal_offset(m.T, val[1], -2), T.diagonal(m.T, -1)]
         return T.concatenate([p.flatten() for p in parts])
 
     rng = np.random.default_rng(2)
@@ -153,3 +167,39 @@ def test_mgrid_and_ogrid_match_numpy(linker):
     assert repr(T.mgrid) == "mgrid" and repr(T.ogrid) == "ogrid"
     with pytest.raises(TypeError, match="must be a slice"):
         T.mgrid[0:2, 3]
+
+
+@pytest.mark.parametrize("linker", ["py", "c"])
+def test_diagonal_ops(linker):
+    """PyTensor's ops: ExtractDiag (a view in C), FillDiagonal of an n-d cube, FillDiagonalOffset's
+    checks; against numpy."""
+    from ffigraph.tensor.extra_ops import FillDiagonal, FillDiagonalOffset
+
+    mode = Mode(linker=linker)
+    x, c, val, off = T.dtensor3("x"), T.dtensor3("c"), T.dscalar("val"), T.bscalar("off")
+    d = T.diagonal(x, 2, 2, 0)
+    assert isinstance(d.owner.op, T.ExtractDiag) and d.owner.op.view_map == {0: [0]}
+    assert T.ExtractDiag(1, 0, 1)(T.tensor(shape=(3, 5, None))).type.shape == (None, 3)
+    filled = T.fill_diagonal(c, val)
+    assert isinstance(filled.owner.op, FillDiagonal)
+    assert isinstance(T.fill_diagonal_offset(x[0], val, off).owner.op, FillDiagonalOffset)
+    f = function = ffigraph.function([x, c, val, off], [d * 1, filled, T.fill_diagonal_offset(x[0], val, off)],
+                                     mode=mode)
+    xv = np.arange(24.0).reshape(2, 3, 4)[:, ::-1, ::-1]
+    cube = np.zeros((3, 3, 3))
+    got = f(xv, cube, 7.0, -1)
+    np.testing.assert_array_equal(got[0], np.diagonal(xv, 2, 2, 0))
+    want = cube.copy()
+    np.fill_diagonal(want, 7.0)
+    np.testing.assert_array_equal(got[1], want)
+    np.testing.assert_array_equal(got[2], _filled_offset(xv[0], 7.0, -1))
+    np.testing.assert_array_equal(f(xv, cube, 7.0, 127)[2], xv[0])   # past the last column: nothing
+    np.testing.assert_array_equal(f(xv, cube, 7.0, -128)[2], xv[0])
+    with pytest.raises(ValueError, match="all lengths equal"):
+        function(xv, np.zeros((3, 2, 3)), 1.0, 0)
+    with pytest.raises(TypeError, match="exactly two dimensions"):
+        T.fill_diagonal_offset(x, val, off)
+    with pytest.raises(TypeError, match="integer"):
+        T.fill_diagonal_offset(x[0], val, val)
+    with pytest.raises(TypeError, match="dtype"):
+        T.fill_diagonal(T.fmatrix(), val)   # a float64 value does not go into float32 silently

@@ -519,3 +519,31 @@ def test_generated_code_is_plain_c():
     assert "Python.h" not in src and "numpy/" not in src and "Py_" not in src and "PyObject" not in src
     for comment in ("/* Subtensor{", "/* Reshape:", "/* Join:", "/* Alloc:"):
         assert comment in src
+
+
+def test_get_canonical_form_slice_against_python_slicing():
+    """x[canonical][::direction] is x[slice] (numpy's slicing the oracle) for symbolic parts of
+    every sign, steps of both signs, and Python ints (which give ints)."""
+    from ffigraph.tensor.subtensor import get_canonical_form_slice
+
+    start, stop, step, length = T.lscalars("start", "stop", "step", "length")
+    canonical, direction = get_canonical_form_slice(slice(start, stop, step), length)
+    f = function([start, stop, step, length], [canonical.start, canonical.stop, canonical.step, direction])
+    a = np.arange(10)
+    for s0 in range(-12, 13, 3):
+        for e0 in (-11, -3, 0, 4, 9, 12):
+            for st in (-7, -2, -1, 1, 3):
+                b, e, s, d = f(s0, e0, st, 10)
+                assert 0 <= b <= e <= 10 and s > 0 and d in (1, -1)
+                np.testing.assert_array_equal(a[b:e:s][::d], a[s0:e0:st])
+    for sl in (slice(None, None, -1), slice(-3, None), slice(20, -30, -2), slice(None, 5, 4)):
+        c, d = get_canonical_form_slice(sl, 10)
+        assert all(isinstance(v, int) for v in (c.start, c.stop, c.step, d))
+        np.testing.assert_array_equal(a[c][::d], a[sl])
+    assert get_canonical_form_slice(-3, 10) == (7, 1)
+    i = T.lscalar("i")
+    index, one = get_canonical_form_slice(i, length)
+    g = function([i, length], index)
+    assert one == 1 and (g(-2, 10), g(3, 10)) == (8, 3)
+    with pytest.raises(ValueError, match="cannot be zero"):
+        get_canonical_form_slice(slice(0, 4, 0), 10)
