@@ -11,3 +11,4 @@ from ffigraph.scan.views import foldl, foldr, map, reduce
 __all__ = ["scan", "Scan", "ScanInfo", "until", "map", "reduce", "foldl", "foldr"]
 
 from ffigraph.scan import rewriting as _rewriting  # noqa: E402,F401  (registers the Scan rewrites)
+from ffigraph.scan import blockwise as _blockwise  # noqa: E402,F401  (compiles Blockwise nodes as loops)

@@ -13,6 +13,9 @@ from ffigraph.tensor.sum_to_shape import SumToShape, sum_to_shape
 from ffigraph.tensor.type import SUPPORTED_DTYPES, TensorType
 from ffigraph.tensor import registrations_c  # noqa: F401  (registers TensorType C code)
 from ffigraph.tensor import scalar_graph  # noqa: F401  (scalar ops' gradients; scalar graphs compiled as 0-d)
+from ffigraph.tensor.blockwise import Blockwise, vectorize  # noqa: E402  (PyTensor's pt.vectorize)
+from ffigraph.tensor.make_vector import MakeVector, make_vector  # noqa: E402  (pytensor.tensor.basic's)
+from ffigraph.tensor.selection import choose, permute_row_elements  # noqa: E402
 from ffigraph.tensor.gradient import Lop, Rop, grad, hessian, jacobian  # noqa: E402  (Theano's T.grad, T.Rop)
 from ffigraph.tensor import nnet, special, xlogx  # noqa: E402,F401  (T.special.softmax, T.nnet.relu, T.xlogx.xlogx)
 from ffigraph.tensor.special import logsumexp  # noqa: E402  (pytensor.tensor.logsumexp)
@@ -24,7 +27,7 @@ __all__ += [
     "AdvancedIncSubtensor1", "AdvancedIncSubtensor", "take", "nonzero", "flatnonzero", "SumToShape", "sum_to_shape",
     "grad", "jacobian", "hessian", "Rop", "Lop",
 ]
-__all__ += ["logsumexp"]
+__all__ += ["logsumexp", "Blockwise", "vectorize", "MakeVector", "make_vector", "choose", "permute_row_elements"]
 if _typing.TYPE_CHECKING:
     # mypy reads only literal lists and ``module.__all__`` here: the typed constructors of basic
     from ffigraph.tensor import basic as _basic

@@ -567,11 +567,79 @@ def dot(a, b):
 # PyTensor's tensor.math.dense_dot: ffigraph's dot, which is dense only (sparse matrices have their own)
 dense_dot = dot
 
+
+# ------------------------------------------------------------------ PyTensor's reduction classes
+# Every reduction here is a ``Reduce`` node. PyTensor's code names classes instead:
+# ``CAReduce(scalar_op, axis)``, ``Sum``, ``Prod``, ``ProdWithoutZeros``, ``Max``, ``Min``, ``All``,
+# ``Any``. Each class below makes the op that gives such a node (``Prod(axis=0)(x)``), and
+# ``isinstance(node.op, Prod)`` holds for a ``Reduce`` of that kind (``CAReduce``: of any kind but
+# ``mean``), so code that tests for the class works on the nodes ``prod`` and friends make.
+
+# the reduction of each scalar op a CAReduce may be made of
+_KINDS = {"add": "sum", "mul": "prod", "maximum": "max", "minimum": "min", "and": "all", "or": "any"}
+
+
+class _ReductionClass(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Reduce) and obj.kind in cls.kinds
+
+
+class _MakeReduce(Op):
+    """The op a reduction class makes: a ``Reduce`` of the axes, known once the input's rank is."""
+
+    __props__ = ("kind", "axis", "dtype", "acc_dtype")
+
+    def __init__(self, kind, axis, dtype, acc_dtype):
+        self.kind = kind
+        self.axis = axis if axis is None or isinstance(axis, int) else tuple(int(a) for a in axis)
+        self.dtype = None if dtype is None else normalize_dtype(dtype)
+        self.acc_dtype = None if acc_dtype is None else normalize_dtype(acc_dtype)
+
+    def make_node(self, x):
+        x = as_tensor_variable(x)
+        axes = _normalize_axes(self.axis, x.ndim, self.kind)
+        return Reduce(self.kind, axes, self.dtype, self.acc_dtype).make_node(x)
+
+
+class CAReduce(metaclass=_ReductionClass):
+    """``CAReduce(scalar_op, axis=None, dtype=None, acc_dtype=None)``: the reduction by ``scalar_op``
+    (add, mul, maximum, minimum, and, or)."""
+
+    kinds = ("sum", "prod", "max", "min", "all", "any")
+
+    def __new__(cls, scalar_op, axis=None, dtype=None, acc_dtype=None):
+        name = getattr(scalar_op, "name", scalar_op)
+        kind = _KINDS.get(name)
+        if kind is None:
+            raise ValueError("CAReduce: no reduction by %s (one of %s)" % (scalar_op, ", ".join(sorted(_KINDS))))
+        return _MakeReduce(kind, axis, dtype, acc_dtype)
+
+
+def _kind_class(name, kind, doc):
+    def __new__(cls, axis=None, dtype=None, acc_dtype=None, **kwargs):
+        # (Prod's no_zeros_in_input changes nothing: its gradient is right with zeros either way)
+        return _MakeReduce(kind, axis, dtype, acc_dtype)
+
+    return _ReductionClass(name, (CAReduce,), {"kinds": (kind,), "__new__": __new__, "__doc__": doc,
+                                              "__module__": __name__, "__qualname__": name})
+
+
+Sum = _kind_class("Sum", "sum", "``Sum(axis=None, dtype=None, acc_dtype=None)``.")
+Prod = _kind_class("Prod", "prod", "``Prod(axis=None, dtype=None, acc_dtype=None, no_zeros_in_input=False)``.")
+ProdWithoutZeros = _kind_class("ProdWithoutZeros", "prod", "``ProdWithoutZeros(axis=None, dtype=None)``: "
+                               "a product (whose gradient is right with zeros too).")
+Max = _kind_class("Max", "max", "``Max(axis=None)``.")
+Min = _kind_class("Min", "min", "``Min(axis=None)``.")
+All = _kind_class("All", "all", "``All(axis=None)``.")
+Any = _kind_class("Any", "any", "``Any(axis=None)``.")
+
+
 __all__ = list(_PUBLIC.values()) + [
     "dense_dot", "abs_", "pow_", "round_", "sign", "clip", "real", "imag", "angle", "divide", "floor_div", "bitwise_and",
     "power", "digamma", "logaddexp", "isclose", "allclose", "conj", "conjugate",
     "bitwise_or", "bitwise_xor", "sum", "prod", "mean", "max", "min", "all", "any", "argmax", "argmin", "dot",
     "Reduce", "ArgReduce", "Dot", "ELEMWISE",
+    "CAReduce", "Sum", "Prod", "ProdWithoutZeros", "Max", "Min", "All", "Any",
 ]
 
 

@@ -282,6 +282,10 @@ class _TensorOperators:
     def diagonal(self, offset=0, axis1=0, axis2=1):
         return _t().diagonal(self, offset=offset, axis1=axis1, axis2=axis2)
 
+    def choose(self, choices, mode="raise"):
+        """numpy's ``a.choose(choices, mode)``: this integer array picks among ``choices``."""
+        return _t().choose(self, choices, mode=mode)
+
     def trace(self):
         return _t().trace(self)
 

@@ -24,6 +24,7 @@ from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.graph.op import Op
 from ffigraph.tensor.basic import as_tensor_variable
+from ffigraph.tensor.blockwise import broadcast_batch
 from ffigraph.tensor.type import TensorType
 
 #: dtypes the LAPACK ops compute in; integer and bool inputs are converted to float64 (floatX-free,
@@ -46,29 +47,12 @@ def linalg_dtype(dtypes):
     return "float64"
 
 
-def broadcast_batch(shapes, what):
-    """The broadcast of the batch shapes ``shapes`` (tuples of ints or None); ValueError when two
-    static lengths disagree."""
-    nb = max((len(s) for s in shapes), default=0)
-    out = []
-    for axis in range(nb):
-        lengths = [s[axis - nb + len(s)] for s in shapes if axis - nb + len(s) >= 0]
-        known = {n for n in lengths if n is not None and n != 1}
-        if len(known) > 1:
-            raise ValueError("%s: batch shapes %s do not broadcast" % (what, " and ".join(str(tuple(s)) for s in shapes)))
-        if known:
-            out.append(known.pop())
-        elif all(n == 1 for n in lengths):
-            out.append(1)
-        else:
-            out.append(None)
-    return tuple(out)
-
-
 class LinalgOp(DelegatedCOp, Op):
     """A batched linear-algebra op (see the module doc)."""
 
     c_impl = "ffigraph.tensor.linalg.lapack_c"
+    #: batched already: vectorize_graph gives it more batch axes, not a Blockwise
+    batched = True
     #: the name users call it by, for messages ("cholesky", "solve_triangular", ...)
     what = None
 

@@ -1,0 +1,1 @@
+"""Theano's ``theano.misc`` (PyTensor's ``pytensor.misc``): ``pkl_utils``."""
