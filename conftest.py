@@ -60,7 +60,7 @@ SANITIZE = OP_MATRIX + (
     "tests/tensor/nnet/test_bn.py", "tests/rewriting/test_conv_fusion.py", "tests/tensor/test_topk.py",
     "tests/scalar/test_special_functions.py", "tests/test_raise_op.py", "tests/compile/test_api_details.py",
     "tests/scalar/test_scalar_variables.py", "tests/compile/test_builders.py", "tests/tensor/test_construct.py",
-    "tests/tensor/test_blockwise.py", "tests/tensor/test_selection.py",
+    "tests/tensor/test_blockwise.py", "tests/tensor/test_selection.py", "tests/test_typed_list.py",
 )
 
 

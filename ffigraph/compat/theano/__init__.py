@@ -120,6 +120,7 @@ MODULES: Dict[str, Optional[Tuple[Target, ...]]] = {
     "theano.compile.monitormode": ("ffigraph.compile.monitormode",),
     "theano.compile.ops": ("ffigraph.compile.ops",),
     "theano.compile.builders": ("ffigraph.compile.builders",),
+    "theano.typed_list": ("ffigraph.typed_list",),
     "theano.misc": ("ffigraph.misc",),
     "theano.misc.pkl_utils": ("ffigraph.misc.pkl_utils",),
     "theano.compile.profiling": ("ffigraph.compile.profiling",),
