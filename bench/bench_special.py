@@ -1,20 +1,21 @@
 """Special functions: ffigraph's C against scipy.special, JAX and PyTensor, in one run.
 
 Run: ``python bench/bench_special.py`` (``--quick`` for a smoke run, ``--n N`` elements,
-``--repeat N``, ``--number N``, ``--jax-python PATH``, ``--pytensor-python PATH``). Each row is one
-function over ``--n`` float64 values inside its domain (betaln: two such vectors), milliseconds
-per call:
+``--repeat N``, ``--number N``, ``--jax-python PATH``, ``--pytensor-python PATH``). Each row is
+one function over ``--n`` float64 values inside its domain (betaln: two such vectors; polygamma:
+int64 orders 0 to 4 and arguments in [-20, 30]; gammainc and gammaincc: shapes and arguments from
+0.01 to 100), milliseconds per call:
 
 - ffigraph: one compiled function per row (default mode: C, one thread);
 - scipy: ``scipy.special.<name>`` in this process (log1mexp: ``log(-expm1(x))``, its textbook form);
-- JAX: ``jax.scipy.special`` where it has the function (gamma, i0, i1, betaln), under ``jax.jit``,
-  float64 enabled, in ``/root/venv-jax/bin/python``;
+- JAX: ``jax.scipy.special`` where it has the function (gamma, i0, i1, betaln, polygamma, gammainc,
+  gammaincc), under ``jax.jit``, float64 enabled, in ``/root/venv-jax/bin/python``;
 - PyTensor: ``pytensor.tensor.<name>`` compiled with ``Mode(linker='cvm')`` (its C backend), in
   ``/root/venv-bench/bin/python``.
 
 Before timing, each result is checked against scipy's: rtol 1e-12 and atol 1e-15 (the Bessel
-functions near their zeros), erfcinv rtol 1e-10, betaln rtol 1e-9 and atol 1e-10, where scipy is
-the less accurate side (tests/scalar/test_special_functions.py checks against mpmath). Each time is
+functions near their zeros), erfcinv rtol 1e-10, betaln rtol 1e-9 and atol 1e-10, polygamma rtol
+1e-8 and atol 1e-12, where scipy is the less accurate side (tests/scalar/test_special_functions.py checks against mpmath). Each time is
 the best of --repeat timings of --number calls; ffigraph and scipy interleave in this process, the
 workers run right after, each in its own interpreter. The machine is noisy: compare within one run.
 """
@@ -35,8 +36,10 @@ from timing import load_average, side_by_side_parser, time_interleaved, worker_r
 
 JAX_PYTHON = "/root/venv-jax/bin/python"
 PYTENSOR_PYTHON = "/root/venv-bench/bin/python"
-NAMES = ["gamma", "j0", "j1", "i0", "i1", "erfcx", "erfcinv", "log1mexp", "betaln"]
-JAX_NAMES = {"gamma", "i0", "i1", "betaln"}
+NAMES = ["gamma", "j0", "j1", "i0", "i1", "erfcx", "erfcinv", "log1mexp", "betaln", "polygamma", "gammainc",
+         "gammaincc"]
+JAX_NAMES = {"gamma", "i0", "i1", "betaln", "polygamma", "gammainc", "gammaincc"}
+BINARY = {"betaln", "polygamma", "gammainc", "gammaincc"}
 
 
 def inputs(n):
@@ -45,8 +48,13 @@ def inputs(n):
     domain = {"gamma": rng.uniform(0.1, 20, n), "j0": wide, "j1": wide, "i0": wide, "i1": wide,
               "erfcx": rng.uniform(-5, 50, n), "erfcinv": rng.uniform(1e-6, 2 - 1e-6, n),
               "log1mexp": -rng.exponential(2.0, n)}
-    return {name: (domain[name],) for name in NAMES[:-1]} | {"betaln": (rng.uniform(0.1, 50, n),
-                                                                        rng.uniform(0.1, 1e4, n))}
+    return {name: (domain[name],) for name in NAMES if name not in BINARY} | {
+        "betaln": (rng.uniform(0.1, 50, n), rng.uniform(0.1, 1e4, n)),
+        # orders 0 to 4, arguments of both signs (the negative ones through the reflection)
+        "polygamma": (rng.integers(0, 5, n), rng.uniform(-20, 30, n)),
+        # shapes and arguments from 0.01 to 100 (both sides of x = a + 1)
+        "gammainc": (10 ** rng.uniform(-2, 2, n), 10 ** rng.uniform(-2, 2, n)),
+        "gammaincc": (10 ** rng.uniform(-2, 2, n), 10 ** rng.uniform(-2, 2, n))}
 
 
 def scipy_fn(name):
@@ -59,13 +67,14 @@ def scipy_fn(name):
 
 # (rtol, atol) of the check against scipy, where scipy is the less accurate side: betaln(0.2, 4800)
 # is off by 3e-10 relative in scipy 1.17, and by 2e-11 absolute where the value is near 0
-TOLERANCE = {"erfcinv": (1e-10, 1e-15), "betaln": (1e-9, 1e-10)}
+# polygamma: scipy's shifted zeta sum loses digits at negative arguments, the more the larger the order
+TOLERANCE = {"erfcinv": (1e-10, 1e-15), "betaln": (1e-9, 1e-10), "polygamma": (1e-8, 1e-12)}
 
 
 def worker(kind, npz, repeat, number):
     """Time ``kind``'s functions on the inputs of ``npz``; one JSON line of seconds per call."""
     loaded = np.load(npz)
-    data = {name: tuple(loaded["%s_%d" % (name, k)] for k in range(2 if name == "betaln" else 1)) for name in NAMES}
+    data = {name: tuple(loaded["%s_%d" % (name, k)] for k in range(2 if name in BINARY else 1)) for name in NAMES}
     fns = {}
     if kind == "jax":
         import jax
@@ -87,7 +96,7 @@ def worker(kind, npz, repeat, number):
         for name in NAMES:
             if not hasattr(pt, name):
                 continue
-            vs = [pt.dvector() for _ in data[name]]
+            vs = [pt.vector(dtype=a.dtype.name) for a in data[name]]
             f = pytensor.function(vs, getattr(pt, name)(*vs), mode=Mode(linker="cvm"))
             f.trust_input = True
             fns[name] = (lambda f=f, args=data[name]: f(*args))
@@ -109,7 +118,7 @@ def main():
     data = inputs(args.n or (20000 if args.quick else 1000000))
     rows = {}
     for name in NAMES:
-        vs = [T.dvector("x%d" % k) for k in range(len(data[name]))]
+        vs = [T.vector("x%d" % k, dtype=a.dtype.name) for k, a in enumerate(data[name])]
         f = ffigraph.function(vs, getattr(T, name)(*vs), name=name)
         f.trust_input = True
         reference = scipy_fn(name)

@@ -35,7 +35,7 @@ from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.fg import FunctionGraph
 from ffigraph.graph.utils import char_from_number
 
-__all__ = ["graph_dot", "graph_picture", "pydotprint", "FORMATS"]
+__all__ = ["graph_dot", "graph_picture", "pydotprint", "render_dot", "FORMATS"]
 
 # output format -> what graphviz is asked for (None: the DOT text, no graphviz needed)
 FORMATS = {"svg": "svg", "png": "png", "pdf": "pdf", "dot": None, "gv": None}
@@ -59,7 +59,7 @@ _NAMED_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 # ----------------------------------------------------------------- public API
 
 
-def graph_dot(f_or_variables, expand_composites=False):
+def graph_dot(f_or_variables, expand_composites=False, node_fills=None):
     """The DOT text (a str) of a graph, built without the ``graphviz`` package.
 
     f_or_variables: what ``debugprint`` takes: a compiled Function (its
@@ -68,6 +68,8 @@ def graph_dot(f_or_variables, expand_composites=False):
     its outputs), or a list/tuple of these.
     expand_composites: draw each fused composite's scalar program as a
     cluster next to its node, instead of only the expression in its label.
+    node_fills: {Apply node: fill colour} for nodes drawn in another colour
+    than their kind's (d3viz's profile colours).
 
     See the module docstring for shapes and colours.
     """
@@ -77,7 +79,7 @@ def graph_dot(f_or_variables, expand_composites=False):
     _collect(f_or_variables, scene, "graph_dot")
     if not scene.outputs and not scene.inputs:
         raise ValueError("graph_dot: nothing to draw in %r" % (f_or_variables,))
-    return _DotWriter(scene, expand_composites).write()
+    return _DotWriter(scene, expand_composites, node_fills).write()
 
 
 def graph_picture(f_or_variables, path=None, format=None, expand_composites=False):
@@ -164,6 +166,11 @@ def _pick_format(path, format):
         raise ValueError("graph_picture: unknown picture format %r (from %s); known: %s"
                          % (fmt, where, ", ".join(sorted(FORMATS))))
     return fmt
+
+
+def render_dot(dot, fmt):
+    """DOT text rendered by Graphviz to ``fmt`` ('svg', 'png', 'pdf'): bytes."""
+    return _render(dot, fmt)
 
 
 def _render(dot, fmt):
@@ -310,9 +317,10 @@ def _postorder(root, nodes, seen):
 
 
 class _DotWriter:
-    def __init__(self, scene, expand_composites):
+    def __init__(self, scene, expand_composites, node_fills=None):
         self.scene = scene
         self.expand = expand_composites
+        self.node_fills = dict(node_fills or {})
         self.lines = []
         self.var_ids = {}
         self.node_ids = {}
@@ -381,7 +389,8 @@ class _DotWriter:
             self.used.add("python")
         else:
             self.used.add("apply")
-        attrs = {"shape": "box", "fillcolor": _PYTHON_FILL if in_python else _APPLY_FILL, "label": _label(label)}
+        fill = self.node_fills.get(node, _PYTHON_FILL if in_python else _APPLY_FILL)
+        attrs = {"shape": "box", "fillcolor": fill, "label": _label(label)}
         if how is not None:
             attrs["tooltip"] = _quote(how)
         nid = self.node_ids[node]

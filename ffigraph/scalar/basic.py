@@ -386,6 +386,9 @@ SCALAR_TABLE = {
     "hypot": (2, np.hypot, "float", "biuf"),
     "logaddexp": (2, np.logaddexp, "float", "biuf"),
     "betaln": (2, _vectorized2(special.betaln), "float", "biuf"),
+    "polygamma": (2, _vectorized2(lambda n, x: special.polygamma(n, x, _psi)), "float", "biuf"),
+    "gammainc": (2, _vectorized2(special.gammainc), "float", "biuf"),
+    "gammaincc": (2, _vectorized2(special.gammaincc), "float", "biuf"),
     # Theano's theano.tensor.xlogx module
     "xlogx": (1, _xlogx, "float", "biuf"),
     "xlogy0": (2, _xlogy0, "float", "biuf"),
@@ -449,15 +452,27 @@ _CLASS_NAMES = {
     "sub": "Sub", "mul": "Mul", "true_div": "TrueDiv", "int_div": "IntDiv", "mod": "Mod", "pow": "Pow",
     "maximum": "ScalarMaximum", "minimum": "ScalarMinimum", "eq": "EQ", "neq": "NEQ", "lt": "LT", "le": "LE",
     "gt": "GT", "ge": "GE", "and": "AND", "or": "OR", "xor": "XOR", "arctan2": "ArcTan2", "hypot": "Hypot",
-    "logaddexp": "LogAddExp", "betaln": "BetaLn", "xlogx": "XlogX", "xlogy0": "XlogY0", "switch": "Switch",
+    "logaddexp": "LogAddExp", "betaln": "BetaLn", "polygamma": "Polygamma", "gammainc": "GammaInc", "gammaincc": "GammaIncC", "xlogx": "XlogX", "xlogy0": "XlogY0", "switch": "Switch",
     "clip": "Clip",
 }
+
+
+class _OrderFirst(ScalarOp):
+    """An op whose first input is an order (polygamma's n): integers only, as PyTensor's."""
+
+    def output_dtype(self, dtypes):
+        if np.dtype(dtypes[0]).kind not in "biu":
+            raise TypeError("%s: the order (its first input) must be an integer, got dtype %s" % (self.name, dtypes[0]))
+        return super().output_dtype(dtypes)
+
+
+_BASES = {"switch": Switch, "polygamma": _OrderFirst}
 
 
 def _op_class(name):
     """The class of table op ``name``: made with no arguments, as PyTensor's (``Add()``)."""
     nin, impl, rule, kinds = SCALAR_TABLE[name]
-    base = Switch if name == "switch" else ScalarOp
+    base = _BASES.get(name, ScalarOp)
 
     def __init__(self):
         base.__init__(self, name, nin, impl, rule, kinds)

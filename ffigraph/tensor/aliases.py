@@ -25,7 +25,7 @@ __all__ = [
     "shape_padleft", "shape_padright", "shape_padaxis", "horizontal_stack", "vertical_stack", "tensor_copy",
     "identity", "fill", "second", "empty_like", "extract_diag", "iround", "divmod", "ceil_intdiv", "largest",
     "smallest", "matrix_transpose", "nan_to_num", "take_along_axis", "tril_indices", "triu_indices",
-    "tril_indices_from", "triu_indices_from", "compress", "cov", "inverse_permutation",
+    "tril_indices_from", "triu_indices_from", "compress", "cov", "inverse_permutation", "gammau", "gammal",
 ]
 
 # constants, as Python floats (weak: they take the dtype of what they meet, as PyTensor's do)
@@ -50,6 +50,16 @@ bitwise_not = tm.invert
 expit = tm.sigmoid
 log1pexp = tm.softplus
 log1mexp = tm.log1mexp   # one elementwise op (scalar/special_c.py), as PyTensor's Log1mexp (in math's __all__)
+
+
+def gammau(k, x):
+    """PyTensor's upper incomplete gamma function Gamma(k, x) = gammaincc(k, x) gamma(k)."""
+    return tm.gammaincc(k, x) * tm.gamma(k)
+
+
+def gammal(k, x):
+    """PyTensor's lower incomplete gamma function gamma(k, x) = gammainc(k, x) gamma(k)."""
+    return tm.gammainc(k, x) * tm.gamma(k)
 
 
 def isfinite(x):

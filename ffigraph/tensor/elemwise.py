@@ -7,6 +7,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
+from ffigraph.scalar.type import autocast_dtype
 from ffigraph.tensor.type import TensorType
 
 
@@ -213,8 +214,12 @@ def broadcast_shape(static_shape, inputs, input_shapes):
 
 
 def _promoted_positions(sop):
-    # switch's condition does not take part in dtype promotion
-    return (1, 2) if sop.name == "switch" else tuple(range(sop.nin))
+    # switch's condition, and polygamma's order (an integer), do not take part in dtype promotion
+    if sop.name == "switch":
+        return (1, 2)
+    if sop.name == "polygamma":
+        return (1,)
+    return tuple(range(sop.nin))
 
 
 _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
@@ -224,6 +229,12 @@ def _resolve_weak_scalars(inputs, positions):
     """Give weak Python-scalar constants the dtype of the strong tensors beside them (NEP 50)."""
     from ffigraph.tensor.basic import constant
 
+    inputs = list(inputs)
+    for p, var in enumerate(inputs):
+        # an integer outside the promotion (polygamma's order, switch's condition) takes PyTensor's
+        # smallest integer dtype, so that it does not widen the result either
+        if p not in positions and getattr(var, "weak", False) and var.data.dtype.kind == "i":
+            inputs[p] = constant(var.data.astype(autocast_dtype(int(var.data))))
     weak = [p for p in positions if getattr(inputs[p], "weak", False)]
     strong = [inputs[p].dtype for p in positions if p not in weak]
     if not weak or not strong:

@@ -167,7 +167,29 @@ def _bessel_derivative(lower, z, x):
 
 
 def _tri_gamma_rule(ins, z, gz):
-    raise NotImplementedError("the gradient of tri_gamma (polygamma of order 2) is not implemented")
+    # d/dx psi'(x) = polygamma(2, x)
+    (x,) = ins
+    return [gz * tm.polygamma(2, _float_of(x, z))]
+
+
+def _incomplete_gamma_rule(sign):
+    def rule(ins, z, gz):
+        # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) = -d/dx Q(a, x); d/da has no closed form (PyTensor's
+        # series for it is not here yet)
+        a, x = (_float_of(v, z) for v in ins)
+        if not _is_discrete(ins[0]):
+            raise NotImplementedError("the gradient of gammainc/gammaincc with respect to a (the shape) is not "
+                                      "implemented; only the one with respect to x is")
+        density = tm.exp((a - 1) * tm.log(x) - x - tm.gammaln(a))
+        return [ZERO, gz * density if sign > 0 else -gz * density]
+    return rule
+
+
+def _polygamma_rule(ins, z, gz):
+    # d/dx psi^(n)(x) = psi^(n+1)(x); the order n is a whole number (elsewhere the value is NaN),
+    # so its gradient is zero, as a rounding's is
+    n, x = ins
+    return [ZERO, gz * tm.polygamma(n + 1, _float_of(x, z))]
 
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -218,6 +240,9 @@ RULES = {
     "erfcinv": _unary(lambda x, z, gz: -gz * _SQRT_PI_OVER_TWO * tm.exp(z * z)),
     "log1mexp": _float_unary(lambda x, z, gz: -gz / tm.expm1(-x)),
     "betaln": _betaln_rule,
+    "polygamma": _polygamma_rule,
+    "gammainc": _incomplete_gamma_rule(1),
+    "gammaincc": _incomplete_gamma_rule(-1),
     "arctan2": _arctan2_rule,
     "hypot": _hypot_rule,
     "logaddexp": _logaddexp_rule,

@@ -47,7 +47,8 @@ _PUBLIC = {
     "hypot": "hypot", "gammaln": "gammaln", "psi": "psi", "tri_gamma": "tri_gamma", "erfc": "erfc",
     "erfinv": "erfinv", "round_half_to_even": "round_half_to_even",
     "gamma": "gamma", "j0": "j0", "j1": "j1", "i0": "i0", "i1": "i1", "erfcx": "erfcx", "erfcinv": "erfcinv",
-    "log1mexp": "log1mexp", "betaln": "betaln",
+    "log1mexp": "log1mexp", "betaln": "betaln", "polygamma": "polygamma",
+    "gammainc": "gammainc", "gammaincc": "gammaincc",
     "round_half_away_from_zero": "round_half_away_from_zero",
 }
 for _name, _public in _PUBLIC.items():

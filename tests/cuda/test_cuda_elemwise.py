@@ -473,7 +473,8 @@ def numpy_reference(name, dtype):
         return ref, out, cpu_breadth.BINARY[name][2]
     if name in cpu_special.SPECIAL_NAMES:
         ref, out = cpu_special.numpy_reference(name, dtype)
-        return ref, out, "biuf"
+        # (polygamma's order is an integer: with both inputs of one dtype, integers only)
+        return ref, out, "biu" if name == "polygamma" else "biuf"
     if name == "switch":   # the condition's dtype takes no part: the branches' dtype
         return cpu_build._switch_ref(dtype), dtype, "biufc"
     if name == "clip":

@@ -58,8 +58,40 @@ def _erfinv_of_one_minus(y):
         return +mpmath.erfinv(1 - mpmath.mpf(y))
 
 
+def _polygamma_oracle(n, x):
+    """mpmath's polygamma at 250 digits (at 40, its sum for negative arguments loses every digit
+    at the half-integers for large n), with scipy's conventions at the poles."""
+    if n < 0 or n != math.floor(n):
+        return NAN
+    if n == 0 and (math.isinf(x) or x == 0 or (x < 0 and x == math.floor(x))):   # psi's (scipy's)
+        return math.copysign(INF, -x) if x == 0 else (INF if x == INF else NAN)
+    if x == -INF or x == 0 or (x < 0 and x == math.floor(x)):
+        return INF if n % 2 else -INF
+    if x == INF:
+        return 0.0 if n % 2 else -0.0
+    with mpmath.workdps(250):
+        return float(mpmath.polygamma(int(n), mpmath.mpf(x)))
+
+
+def _incomplete_gamma_oracle(a, x, upper):
+    """mpmath's regularized incomplete gamma functions, with scipy's values at the edges."""
+    if a < 0 or x < 0 or (a == 0 and x == 0):
+        return NAN
+    if a == 0 or math.isinf(x):
+        return 0.0 if upper else 1.0
+    if x == 0 or math.isinf(a):
+        return 1.0 if upper else 0.0
+    a, x = mpmath.mpf(a), mpmath.mpf(x)
+    return float(mpmath.gammainc(a, x, mpmath.inf, regularized=True) if upper
+                 else mpmath.gammainc(a, 0, x, regularized=True))
+
+
 def _oracle(name, x):
     """mpmath's value at the double ``x`` (made an mpf first, so that x * x is exact)."""
+    if name in ("gammainc", "gammaincc"):
+        return _incomplete_gamma_oracle(*x, name == "gammaincc")
+    if name == "polygamma":
+        return _polygamma_oracle(*x)
     if name == "betaln":
         a, b = x
         return float(mpmath.log(abs(mpmath.beta(mpmath.mpf(a), mpmath.mpf(b)))))
@@ -78,7 +110,7 @@ def _value(name, *args):
             if pair == args and want is not None:
                 return want
     try:
-        return _oracle(name, args if name == "betaln" else args[0])
+        return _oracle(name, args if name in BINARY_NAMES else args[0])
     except (ValueError, ZeroDivisionError, OverflowError, TypeError):   # (TypeError: a complex value)
         return NAN
 
@@ -97,7 +129,8 @@ def numpy_reference(name, dtype):
     return run, out
 
 
-SPECIAL_NAMES = list(UNARY) + ["betaln"]
+BINARY_NAMES = ("betaln", "polygamma", "gammainc", "gammaincc")
+SPECIAL_NAMES = list(UNARY) + list(BINARY_NAMES)
 
 
 @pytest.fixture(scope="module", params=sorted(LINKERS))
@@ -201,6 +234,80 @@ def test_gradients_at_zero_and_by_hand():
         assert abs(got[-1][k] - db) <= 1e-13 * max(1.0, abs(db)), ("b", ai, bi, got[-1][k], db)
 
 
+def test_polygamma_against_mpmath():
+    """polygamma(n, x) for orders 0 to 100 over positive, negative (reflected: the half-integers
+    too, where scipy loses every digit for large even n) and tiny arguments, the poles, the
+    infinities and negative orders; its gradient in x is polygamma(n + 1, x)
+    (tri_gamma's is polygamma(2, x)), checked against mpmath's derivative."""
+    orders = [0, 1, 2, 3, 4, 7, 8, 30, 100]
+    xs = [0.5, 2.0, 1e-5, 7.25, 9.1356, 44.0, 1e10, -0.5, -2.5, -25.5, -3.7, -0.999, -70.3, -1e-300, 0.0, -1.0,
+          -4.0, INF, -INF, NAN]
+    n, x = T.lvector("n"), T.dvector("x")
+    pairs = [(k, v) for k in orders for v in xs] + [(-1, 2.0), (171, 1.0), (172, 1.0)]
+    nv, xv = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    for linker, mode in LINKERS.items():
+        got = function([n, x], T.polygamma(n, x), mode=mode)(nv, xv)
+        for (k, v), g in zip(pairs, got):
+            want = _value("polygamma", k, v)
+            if math.isnan(want) or math.isinf(want) or want == 0:
+                assert g == want or (math.isnan(g) and math.isnan(want)), (linker, k, v, g, want)
+            else:
+                assert abs(g - want) <= 4e-14 * abs(want), (linker, k, v, g, want, abs(g - want) / abs(want))
+    # past order 170 n! overflows: -inf or inf for x > 0 (as the true value), NaN for x < 0 (the
+    # reflection's polynomial overflows; the documented limit)
+    assert np.isnan(function([n, x], T.polygamma(n, x), mode=LINKERS["c"])([172], [-0.5])[0])
+    with pytest.raises(TypeError, match="order"):   # PyTensor's rule: the order is an integer
+        T.polygamma(x, x)
+    # gradients: d/dx polygamma(n, x) and tri_gamma's, at a few points of each sign
+    order = T.lscalar("order")
+    g_poly = T.grad(T.polygamma(order, x).sum(), x)
+    g_tri = T.grad(T.tri_gamma(x).sum(), x)
+    points = np.array([0.3, 2.5, -1.7])
+    f = function([order, x], [g_poly, g_tri], mode=LINKERS["c"])
+    for k in (0, 2):
+        dpoly, dtri = f(k, points)
+        for v, d1, d2 in zip(points, dpoly, dtri):
+            want = float(mpmath.diff(lambda t: mpmath.polygamma(k, t), mpmath.mpf(v)))
+            assert abs(d1 - want) <= 1e-13 * abs(want), (k, v, d1, want)
+            want_tri = float(mpmath.diff(lambda t: mpmath.polygamma(1, t), mpmath.mpf(v)))
+            assert abs(d2 - want_tri) <= 1e-13 * abs(want_tri), (v, d2, want_tri)
+
+
+def test_incomplete_gamma_against_mpmath():
+    """gammainc and gammaincc (regularized: P and Q) over small, moderate and huge shapes, the
+    arguments around each (Q straight from the continued fraction beyond a + 1, and without 1 - P's
+    cancellation for a < 1 below it), and the edges; gammau and gammal; the gradient in x."""
+    shapes = [1e-10, 1e-5, 0.01, 0.5, 1.0, 1.7, 7.9, 8.0, 15.0, 100.0, 1e4]
+    args = [1e-300, 1e-3, 0.5, 0.9, 1.0, 2.0, 7.0, 8.5, 14.0, 16.0, 95.0, 105.0, 950.0, 1e4 - 300, 1e4, 1e4 + 50]
+    pairs = [(k, v) for k in shapes for v in args]
+    edges = [(0.0, 1.0), (0.0, 0.0), (1.0, 0.0), (1.0, INF), (INF, 1.0), (-1.0, 1.0), (1.0, -1.0), (0.5, NAN)]
+    a, x = T.dvector("a"), T.dvector("x")
+    av = np.array([p[0] for p in pairs + edges])
+    xv = np.array([p[1] for p in pairs + edges])
+    for linker, mode in LINKERS.items():
+        lower, upper = function([a, x], [T.gammainc(a, x), T.gammaincc(a, x)], mode=mode)(av, xv)
+        for name, got in (("gammainc", lower), ("gammaincc", upper)):
+            for (k, v), g in zip(pairs + edges, got):
+                want = _value(name, k, v)
+                if math.isnan(want) or want in (0.0, 1.0) and (k, v) in edges:
+                    assert g == want or (math.isnan(g) and math.isnan(want)), (linker, name, k, v, g, want)
+                elif want > 1e-290:
+                    assert abs(g - want) <= 2e-13 * want, (linker, name, k, v, g, want, abs(g - want) / want)
+    k, v = T.dscalar("k"), T.dscalar("v")
+    upper_full, lower_full = function([k, v], [T.gammau(k, v), T.gammal(k, v)])(2.5, 1.5)
+    assert abs(upper_full - float(mpmath.gammainc(2.5, 1.5))) <= 1e-14 * upper_full
+    assert abs(lower_full - float(mpmath.gammainc(2.5, 0, 1.5))) <= 1e-14 * lower_full
+    # d/dx P(a, x) = x^(a-1) e^-x / Gamma(a) = -d/dx Q(a, x); a's gradient is not implemented
+    n = T.lscalar("n")
+    gp, gq = T.grad(T.gammainc(n, x).sum(), x), T.grad(T.gammaincc(n, x).sum(), x)
+    dp, dq = function([n, x], [gp, gq], mode=LINKERS["c"])(3, np.array([0.5, 2.0, 9.0]))
+    for point, d1, d2 in zip([0.5, 2.0, 9.0], dp, dq):
+        want = float(mpmath.diff(lambda t: mpmath.gammainc(3, 0, t, regularized=True), point))
+        assert abs(d1 - want) <= 1e-13 * want and abs(d2 + want) <= 1e-13 * want, (point, d1, d2, want)
+    with pytest.raises(NotImplementedError, match="with respect to a"):
+        T.grad(T.gammainc(a, x).sum(), a)
+
+
 @pytest.mark.finite_differences
 def test_verify_grad():
     rng = np.random.default_rng(4)
@@ -219,7 +326,12 @@ def test_c_and_python_agree_on_awkward_values():
                        25.0, -26.7, -27.0, 171.7, 172.0, 700.0, 713.0, 714.0, 1e300, -1e300, INF, -INF, NAN])
     a, b = (v.ravel() for v in np.meshgrid(values, values))
     x, p, q = T.dvector("x"), T.dvector("p"), T.dvector("q")
-    outs = [getattr(T, name)(x) for name in UNARY] + [T.betaln(p, q)]
-    got = {linker: function([x, p, q], outs, mode=mode)(values, a, b) for linker, mode in LINKERS.items()}
+    orders = np.array([0, 1, 2, 5, 30, 171, -1])
+    n = T.lvector("n")
+    m, y = (v.ravel() for v in np.meshgrid(orders, values))
+    outs = [getattr(T, name)(x) for name in UNARY] + [T.betaln(p, q), T.polygamma(n, q[:len(y)]), T.gammainc(p, q),
+                                                     T.gammaincc(p, q)]
+    got = {linker: function([x, p, q, n], outs, mode=mode)(values, a, np.concatenate([y, b[len(y):]]), m)
+           for linker, mode in LINKERS.items()}
     for name, c, py in zip(SPECIAL_NAMES, got["c"], got["py"]):
         np.testing.assert_allclose(c, py, rtol=4e-16, atol=0, equal_nan=True, err_msg=name)

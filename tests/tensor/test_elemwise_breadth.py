@@ -404,7 +404,8 @@ def test_binary_gradients_and_zero_gradient_rounding():
     np.testing.assert_array_equal(g, [0.0, 0.0])
 
 
-def test_tri_gamma_gradient_is_not_implemented():
+def test_tri_gamma_gradient_is_polygamma_2():
+    # (checked against mpmath in tests/scalar/test_special_functions.py)
     x = T.dvector()
-    with pytest.raises(NotImplementedError, match="tri_gamma"):
-        grad(T.sum(T.tri_gamma(x)), x)
+    g = function([x], grad(T.sum(T.tri_gamma(x)), x), mode=C)(np.array([1.0]))
+    np.testing.assert_allclose(g, [-2.4041138063191885], rtol=1e-14)   # -2 zeta(3)

@@ -121,6 +121,7 @@ MODULES: Dict[str, Optional[Tuple[Target, ...]]] = {
     "theano.compile.ops": ("ffigraph.compile.ops",),
     "theano.compile.builders": ("ffigraph.compile.builders",),
     "theano.typed_list": ("ffigraph.typed_list",),
+    "theano.d3viz": ("ffigraph.d3viz",),
     "theano.misc": ("ffigraph.misc",),
     "theano.misc.pkl_utils": ("ffigraph.misc.pkl_utils",),
     "theano.compile.profiling": ("ffigraph.compile.profiling",),
