@@ -198,6 +198,11 @@ class _ScalarOperators:
     def broadcastable(self):
         return ()
 
+    @property
+    def shape(self):
+        """PyTensor's: an empty int64 vector (a tensor constant; ffigraph.tensor provides it)."""
+        return _apply("shape", self)
+
     def astype(self, dtype):
         return _apply("cast", self, dtype)
 

@@ -10,7 +10,7 @@ from ffigraph.graph.basic import Apply, Constant, Variable
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.scalar.basic import SCALAR_OPS, Cast, upcast
-from ffigraph.scalar.type import ScalarType, autocast_dtype, get_scalar_type, set_tensor_converter
+from ffigraph.scalar.type import OPERATOR_OPS, ScalarType, autocast_dtype, get_scalar_type, set_tensor_converter
 from ffigraph.tensor.elemwise import DimShuffle, Elemwise
 from ffigraph.tensor.type import TensorType, normalize_dtype
 from ffigraph.tensor.variable import TensorConstant, TensorVariable
@@ -156,8 +156,10 @@ class ScalarFromTensor(Op):
 
 tensor_from_scalar = TensorFromScalar()
 scalar_from_tensor = ScalarFromTensor()
-# (the scalar layer's as_scalar turns a 0-d tensor into a scalar through it)
+# (the scalar layer's as_scalar turns a 0-d tensor into a scalar through it; a scalar's shape is
+# the empty int64 vector)
 set_tensor_converter(scalar_from_tensor)
+OPERATOR_OPS["shape"] = lambda s: constant(np.zeros(0, dtype="int64"))
 
 
 def _flatten(seq):

@@ -14,7 +14,7 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
-from ffigraph.tensor.elemwise import _broadcast_static_shapes, broadcast_errors_named, broadcast_shape
+from ffigraph.tensor.elemwise import COMPOSITE_RUNNER, _broadcast_static_shapes, broadcast_errors_named, broadcast_shape
 from ffigraph.tensor.type import TensorType
 
 
@@ -209,3 +209,5 @@ class FusedReduce(_FusedC, Op):
 
         return fused_reduce_c_cleanup(self, node, name, sub)
 
+
+COMPOSITE_RUNNER[:] = [FusedElemwise]   # (Elemwise(composite) nodes are FusedElemwise nodes)

@@ -47,6 +47,8 @@ def test_types_and_constructors():
     assert ps.EQ() == ps.eq and ps.IntDiv() == ps.int_div and ps.Add()(x, x).owner.op == ps.add
     assert ps.abs is ps.abs_ and ps.pow.name == "pow"
     assert pickle.loads(pickle.dumps(ps.mul)) == ps.mul
+    # a scalar's shape: an empty int64 vector, as PyTensor's
+    assert x.shape.type == T.TensorType("int64", (0,)) and ps.constant(2).shape.type.ndim == 1
 
 
 def test_filter():
@@ -149,6 +151,19 @@ def test_composite_from_scalar_variables(mode):
         ps.Composite([x], [(T.zeros((2,)) + x).sum()])
     with pytest.raises(TypeError, match="dtypes"):
         comp(ps.float32(), y)
+
+
+def test_elemwise_of_a_composite(mode):
+    # PyTensor's Elemwise(Composite(...)): the fused loop of the program over tensors
+    x, y = ps.floats("xy")
+    comp = ps.Composite([x, y], [x * y + 1, ps.exp(x)])
+    a, b = T.dmatrix("a"), T.dvector("b")
+    first, second = T.Elemwise(comp)(a, b)
+    av, bv = np.arange(6.0).reshape(2, 3)[:, ::-1], np.array([0.5, -1.0, 2.0])
+    got = function([a, b], [first, second, T.Elemwise(comp)(a, 2)[0]], mode=mode)(av, bv)
+    np.testing.assert_allclose(got[0], av * bv + 1, rtol=1e-15)
+    np.testing.assert_allclose(got[1], np.exp(av), rtol=1e-15)
+    np.testing.assert_allclose(got[2], av * 2 + 1, rtol=1e-15)
 
 
 def test_scalars_and_tensors_together(mode):
