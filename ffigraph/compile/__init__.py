@@ -1,5 +1,5 @@
 """Compiling graphs into callables: ``function``, ``Mode``, ``In``/``Out``, ``shared``."""
-from ffigraph.compile.function import Function, function
+from ffigraph.compile.function import Function, UnusedInputError, function
 from ffigraph.compile.builders import OpFromGraph
 from ffigraph.compile.io import In, Out
 from ffigraph.compile.mode import Mode, get_mode, predefined_linkers, predefined_modes, register_linker, register_mode
@@ -13,5 +13,6 @@ from ffigraph.compile.sharedvalue import SharedVariable, shared
 __all__ = [
     "Function", "function", "In", "Out", "Mode", "get_mode", "predefined_linkers", "predefined_modes",
     "DebugMode", "MonitorMode", "NanGuardMode", "register_linker", "register_mode", "SharedVariable", "shared",
+    "OpFromGraph", "UnusedInputError",
 ]
 __all__ += _ops.__all__   # (two statements, which mypy reads as the names exported)

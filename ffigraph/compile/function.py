@@ -350,6 +350,10 @@ def _exporter(name: str) -> Callable[..., Any]:
 # ------------------------------------------------------------------ normalising
 
 
+class UnusedInputError(ValueError):
+    """PyTensor's: an input of ``function`` that no output depends on (on_unused_input='raise')."""
+
+
 def _normalise_inputs(inputs: Any, allow_input_downcast: Optional[bool]) -> List[In]:
     if inputs is None:
         inputs = []
@@ -534,8 +538,8 @@ def _check_inputs_cover_graph(ins: List[In], shared_vars: List[SharedVariable], 
         used = set(needed)
         for pos, i in enumerate(ins):
             if i.variable not in used:
-                raise ValueError("input %d (%s) is not used to compute any output; remove it or pass "
-                                 "on_unused_input='ignore'" % (pos, i.variable))
+                raise UnusedInputError("input %d (%s) is not used to compute any output; remove it or pass "
+                                       "on_unused_input='ignore'" % (pos, i.variable))
     elif on_unused_input not in ("ignore", "warn"):
         raise ValueError("on_unused_input must be 'raise', 'warn' or 'ignore', got %r" % (on_unused_input,))
 

@@ -218,7 +218,8 @@ class Variable:
 
         ``inputs_to_values`` maps the graph's input variables, or their names (as PyTensor's
         ``eval`` accepts), to values; ``kwargs`` go to ``ffigraph.function`` (``mode=``,
-        ``on_unused_input=``, ...), as PyTensor's, but an unused value is ignored by default.
+        ``on_unused_input=``, ...), as PyTensor's (an unused input is an UnusedInputError unless
+        ``on_unused_input`` says otherwise).
         """
         inputs_to_values = dict(inputs_to_values or {})
         if any(isinstance(k, str) for k in inputs_to_values):
@@ -230,13 +231,7 @@ class Variable:
         key = (tuple(inputs_to_values), options)
         cache = self.__dict__.setdefault("_eval_cache", {})
         if key not in cache:
-            # A value given for a variable the graph does not read is ignored unless
-            # on_unused_input says otherwise: it cannot change the answer, and ffigraph's graphs
-            # drop such reads where PyTensor's keep them (a gradient that is a constant here reads
-            # its variable's shape there), so PyTensor's eval({x: ...}) of one works unchanged.
-            options_given = dict(kwargs)
-            options_given.setdefault("on_unused_input", "ignore")
-            cache[key] = (compile_graph(list(key[0]), self, **options_given), kwargs)
+            cache[key] = (compile_graph(list(key[0]), self, **kwargs), kwargs)
         return cache[key][0](*inputs_to_values.values())
 
     def dprint(self, **kwargs):
