@@ -206,6 +206,7 @@ class _ScalarOperators:
     def astype(self, dtype):
         return _apply("cast", self, dtype)
 
+    @property
     def real(self):
         return _apply("real", self)
 

@@ -74,6 +74,18 @@ def constant(value: ArrayLike, name: Optional[str] = None, ndim: Optional[int] =
     return TensorConstant(ttype, arr, name=name, weak=weak)
 
 
+def weak_in_dtype(var, dtype):
+    """A weak Python-number constant ``var`` as a constant of ``dtype`` when its value is kept
+    there (NaN too), else None (``var`` is not weak, or the value would change)."""
+    if not getattr(var, "weak", False):
+        return None
+    with np.errstate(all="ignore"):
+        kept = var.data.astype(dtype)
+    if kept == var.data or (np.isnan(var.data) and np.isnan(kept)):
+        return constant(kept)
+    return None
+
+
 # a variable passes through (without a dtype to cast to); a value becomes a constant
 @overload
 def as_tensor_variable(  # type: ignore[overload-overlap]  # (the first that matches applies)

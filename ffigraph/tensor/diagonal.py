@@ -14,7 +14,7 @@ from ffigraph.graph.basic import Apply
 from ffigraph.graph.c_interface import DelegatedCOp
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import upcast
-from ffigraph.tensor.basic import as_tensor_variable, cast, constant, normalize_axis, switch, zeros_like
+from ffigraph.tensor.basic import as_tensor_variable, cast, constant, normalize_axis, switch, weak_in_dtype
 from ffigraph.tensor.gradient import Lop, grad_undefined
 from ffigraph.tensor.math import add, ge, maximum, minimum, mul, neg, sub
 from ffigraph.tensor.shapes import flatten, reshape, shape_i
@@ -110,11 +110,9 @@ def _fill_value(op, a, val):
     val = as_tensor_variable(val)
     if val.ndim != 0:
         raise TypeError("%s: the value must be a scalar, got %s with %d dimensions" % (op, val, val.ndim))
-    if getattr(val, "weak", False):
-        with np.errstate(all="ignore"):
-            kept = val.data.astype(a.dtype)
-        if kept == val.data or (np.isnan(val.data) and np.isnan(kept)):
-            return constant(kept)
+    kept = weak_in_dtype(val, a.dtype)
+    if kept is not None:
+        return kept
     val = cast(val, upcast(a.dtype, val.dtype))
     if val.dtype != a.dtype:
         raise TypeError("%s: the value (dtype %s) must have the dtype of the array (%s) or one that casts to "

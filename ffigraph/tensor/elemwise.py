@@ -105,8 +105,8 @@ class DimShuffle(Op):
         return (1,)
 
 
-# What runs a Composite elementwise: FusedElemwise (tensor/fused.py, which imports this module and
-# registers itself here), so that PyTensor's Elemwise(Composite(...)) makes its nodes
+# What makes the node of a Composite run elementwise: fused.py's composite_node (a FusedElemwise
+# node; fused.py imports this module and registers it here), for PyTensor's Elemwise(Composite(...))
 COMPOSITE_RUNNER = []
 
 
@@ -134,10 +134,7 @@ class Elemwise(Op):
 
         sop = self.scalar_op
         if isinstance(sop, Composite) and COMPOSITE_RUNNER:
-            inputs = [as_tensor_variable(i) for i in inputs]
-            inputs = [cast_weak(x, dt) for x, dt in zip(inputs, sop.in_dtypes)]
-            ndim = max((x.ndim for x in inputs), default=0)
-            return COMPOSITE_RUNNER[0](sop).make_node(*[_left_pad(x, ndim) for x in inputs])
+            return COMPOSITE_RUNNER[0](sop, inputs)
         if len(inputs) != sop.nin:
             raise TypeError("%s takes %d inputs, got %d" % (sop, sop.nin, len(inputs)))
         inputs = _resolve_weak_scalars([as_tensor_variable(i) for i in inputs], _promoted_positions(sop))
@@ -263,18 +260,6 @@ def _resolve_weak_scalars(inputs, positions):
         if target.kind in "fc" or cast == value:
             out[p] = constant(cast)
     return out
-
-
-def cast_weak(var, dtype):
-    """A weak Python-number constant in ``dtype`` when its value is kept there; else ``var``."""
-    from ffigraph.tensor.basic import constant
-
-    if getattr(var, "weak", False) and var.dtype != dtype:
-        with np.errstate(all="ignore"):
-            kept = var.data.astype(dtype)
-        if kept == var.data:
-            return constant(kept)
-    return var
 
 
 def _left_pad(var, ndim):

@@ -14,13 +14,13 @@ import numpy as np
 
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
-from ffigraph.tensor.elemwise import COMPOSITE_RUNNER, _broadcast_static_shapes, broadcast_errors_named, broadcast_shape
+from ffigraph.tensor.basic import as_tensor_variable, constant, weak_in_dtype
+from ffigraph.tensor.elemwise import (COMPOSITE_RUNNER, _broadcast_static_shapes, _left_pad, broadcast_errors_named,
+                                      broadcast_shape)
 from ffigraph.tensor.type import TensorType
 
 
 def _check_inputs(op, composite, inputs):
-    from ffigraph.tensor.basic import as_tensor_variable
-
     inputs = [as_tensor_variable(i) for i in inputs]
     if len(inputs) != composite.nin:
         raise TypeError("%s takes %d inputs, got %d" % (op, composite.nin, len(inputs)))
@@ -111,8 +111,6 @@ class FusedElemwise(_FusedC, Op):
         out = []
         for var, deps in zip(node.outputs, self.composite.input_dependencies()):
             if not deps:
-                from ffigraph.tensor.basic import constant
-
                 out.append(tuple(constant(1, dtype="int64") for _ in range(var.ndim)))
                 continue
             out.append(broadcast_shape(var.type.shape, [node.inputs[k] for k in deps],
@@ -210,4 +208,14 @@ class FusedReduce(_FusedC, Op):
         return fused_reduce_c_cleanup(self, node, name, sub)
 
 
-COMPOSITE_RUNNER[:] = [FusedElemwise]   # (Elemwise(composite) nodes are FusedElemwise nodes)
+def composite_node(composite, inputs):
+    """The FusedElemwise node of ``composite`` over ``inputs`` (PyTensor's Elemwise(composite)):
+    Python numbers in the program's input dtypes, ranks left-padded to the largest."""
+    inputs = [as_tensor_variable(x) for x in inputs]
+    kept = [weak_in_dtype(x, dt) for x, dt in zip(inputs, composite.in_dtypes)]
+    inputs = [x if k is None else k for x, k in zip(inputs, kept)]
+    ndim = max((x.ndim for x in inputs), default=0)
+    return FusedElemwise(composite).make_node(*[_left_pad(x, ndim) for x in inputs])
+
+
+COMPOSITE_RUNNER[:] = [composite_node]

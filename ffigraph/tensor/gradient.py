@@ -727,9 +727,9 @@ def jacobian(expression: TensorLike, wrt: Any, consider_constant: Optional[Itera
     element; otherwise a ``scan`` over the elements.
 
     vectorize: PyTensor's switch between a loop over the rows (False) and one batched graph
-        (True, built by its ``vectorize_graph``). ffigraph has no graph vectorizer, so both
-        compute the same thing the way above (the value is the same; only PyTensor's graph and
-        speed differ).
+        (True, built by its ``vectorize_graph``). Here both compute the same thing the way above
+        (the value is the same; only PyTensor's graph and speed differ): jacobian does not use
+        ``ffigraph.graph.vectorize_graph`` yet.
     """
     from ffigraph.tensor.basic import as_tensor_variable, stack
 

@@ -10,7 +10,7 @@ import numpy as np
 from ffigraph.graph.basic import Apply
 from ffigraph.graph.op import Op
 from ffigraph.scalar.basic import upcast
-from ffigraph.tensor.basic import as_tensor_variable, cast, constant
+from ffigraph.tensor.basic import as_tensor_variable, cast, constant, weak_in_dtype
 from ffigraph.tensor.ctype import c_element_type
 from ffigraph.tensor.type import TensorType, normalize_dtype
 
@@ -30,10 +30,10 @@ class MakeVector(Op):
                 raise ValueError("MakeVector: all inputs must be scalars; input %d (%s) has %d dimensions"
                                  % (k, x, x.ndim))
             if getattr(x, "weak", False):   # a Python number: its value must be kept in the dtype
-                kept = x.data.astype(self.dtype)
-                if kept != x.data:
+                kept = weak_in_dtype(x, self.dtype)
+                if kept is None:
                     raise TypeError("MakeVector(%s): %r does not fit" % (self.dtype, x.data.item()))
-                inputs[k] = constant(kept)
+                inputs[k] = kept
             elif upcast(self.dtype, x.dtype) != self.dtype:
                 raise TypeError("MakeVector(%s): input %d (%s) has dtype %s, which it would not hold without "
                                 "losing values" % (self.dtype, k, x, x.dtype))

@@ -11,8 +11,9 @@ import numpy as np
 from ffigraph.graph.basic import Apply, Variable
 from ffigraph.graph.op import Op
 from ffigraph.graph.c_interface import DelegatedCOp
-from ffigraph.tensor.basic import as_tensor_variable, cast, constant
+from ffigraph.tensor.basic import as_tensor_variable, cast, constant, switch
 from ffigraph.tensor.elemwise import DimShuffle
+from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum, neg, sub
 from ffigraph.tensor.type import TensorType
 
 SYMBOLIC = "?"  # marks an index part taken from the node's next input
@@ -129,9 +130,6 @@ def _static_slice_length(parts, size):
 
 def _symbolic_slice_length(parts, n):
     """len(range(*slice(start, stop, step).indices(n))) as a graph (numpy's clamping rules)."""
-    from ffigraph.tensor.basic import switch
-    from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum, neg, sub
-
     # Python ints beyond int64 clamp to its range: slicing clamps them to the axis anyway
     start, stop, step = [max(min(p, 2**63 - 1), -2**63) if isinstance(p, int) else p for p in parts]
     step = 1 if step is None else step
@@ -171,9 +169,6 @@ def get_canonical_form_slice(theslice, length):
     that ``x[canonical][::direction]`` is ``x[theslice]`` for an axis of ``length``; an integer index
     gives ``(its non-negative form, 1)``. Python ints give ints; symbolic parts give int64 scalars
     (and a symbolic direction when the step is symbolic)."""
-    from ffigraph.tensor.basic import as_tensor_variable, switch
-    from ffigraph.tensor.math import ge, gt, int_div, lt, maximum, minimum
-
     def part(v):
         if v is None or isinstance(v, (int, np.integer)) and not isinstance(v, bool):
             return v if v is None else int(v)
